@@ -1,0 +1,148 @@
+//===- FAOps.td - fa dialect operations --------------------*- tablegen -*-===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The `fa` dialect: exact attention, softmax(scale * Q K^T + mask) V, as one
+// aggregate op whose lowerings never materialize the Tq x Tk score matrix
+// (FlashAttention: Dao et al., 2022, arXiv:2205.14135, Algorithm 1;
+// FlashAttention-2: Dao, 2023, arXiv:2307.08691, Algorithm 1).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FA_IR_FAOPS_TD
+#define FA_DIALECT_FA_IR_FAOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def FA_Dialect : Dialect {
+  let name = "fa";
+  let cppNamespace = "::mlir::fa";
+  let summary = "Exact attention (FlashAttention) as first-class ops";
+  let description = [{
+    The `fa` dialect carries scaled dot-product attention as one op,
+    `fa.attention`, so that passes can tile it with an online softmax and
+    lower it to GPU kernels without ever building the Tq x Tk score matrix.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+class FA_Op<string mnemonic, list<Trait> traits = []>
+    : Op<FA_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def FA_CausalNone : I32EnumAttrCase<"none", 0>;
+def FA_CausalTopLeft : I32EnumAttrCase<"top_left", 1>;
+def FA_CausalBottomRight : I32EnumAttrCase<"bottom_right", 2>;
+
+def FA_CausalAttr : I32EnumAttr<"CausalKind",
+    "causal mask alignment",
+    [FA_CausalNone, FA_CausalTopLeft, FA_CausalBottomRight]> {
+  let cppNamespace = "::mlir::fa";
+  let description = [{
+    `none`: every query sees every key. `top_left`: query i sees keys j <= i
+    (PyTorch's `is_causal=True`). `bottom_right`: query i sees keys
+    j <= i + Tk - Tq (decoding with a KV cache).
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// fa.attention
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionOp : FA_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention, softmax(scale * q k^T + mask) v";
+  let description = [{
+    Computes, for every batch index `b...` (the leading dims, typically
+    `[B, H]`) and query row `i`:
+
+    ```
+    s[j]   = scale * sum_d q[b..., i, d] * k[b..., j, d] + mask[b..., i, j]
+    p[j]   = exp(s[j] - max_j s) / sum_j exp(s[j] - max_j s)
+    o[b..., i, :] = sum_j p[j] * v[b..., j, :]
+    lse[b..., i]  = log(sum_j exp(s[j]))          (natural log, f32)
+    ```
+
+    Operands (ranked tensors, rank >= 2, all of one rank):
+    - `q`: `[batch..., Tq, D]`, `k`: `[batch..., Tk, D]`,
+      `v`: `[batch..., Tk, Dv]`; element type f16, bf16 or f32, the same for
+      all three.
+    - `mask` (optional): `[batch'..., Tq, Tk]` where each batch dim equals
+      the one of `q` or is 1 (broadcast). A float mask (same element type as
+      `q`, or f32) is added to the scaled scores; an `i1` mask keeps the
+      scores where it is true (PyTorch convention) and drops the others.
+
+    Results:
+    - `o`: `[batch..., Tq, Dv]`, element type that of `q` or f32.
+    - `lse` (optional): `[batch..., Tq]`, f32, the natural-log logsumexp of
+      the scaled, masked scores of each row; the backward pass recomputes
+      the probabilities from it.
+
+    Attributes:
+    - `scale` (optional, f64): multiplies q k^T; defaults to `1/sqrt(D)`.
+      Must be finite and positive.
+    - `causal` (default `none`): `top_left` hides keys j > i,
+      `bottom_right` hides keys j > i + Tk - Tq. The alignment is explicit,
+      never guessed from the shapes.
+
+    Accumulation is in f32. A query row with no visible key (fully masked,
+    or Tk = 0) yields `o = 0` and `lse = -inf`, never NaN.
+
+    Dims may be static or dynamic; the verifier checks every pair of dims
+    that are both static.
+
+    Example:
+
+    ```mlir
+    %o, %lse = fa.attention %q, %k, %v scale(0.125) causal(top_left)
+        : tensor<2x8x1024x64xbf16>, tensor<2x8x1024x64xbf16>,
+          tensor<2x8x1024x64xbf16> -> tensor<2x8x1024x64xbf16>, tensor<2x8x1024xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$q,
+    AnyRankedTensor:$k,
+    AnyRankedTensor:$v,
+    Optional<AnyRankedTensor>:$mask,
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<FA_CausalAttr, "::mlir::fa::CausalKind::none">:$causal
+  );
+  let results = (outs
+    AnyRankedTensor:$o,
+    Optional<AnyRankedTensor>:$lse
+  );
+
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`scale` `(` $scale^ `)`)? (`causal` `(` $causal^ `)`)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `->` type(results)
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// Number of leading batch dims (rank - 2).
+    int64_t getNumBatchDims() {
+      return getQ().getType().getRank() - 2;
+    }
+    /// The scale applied to q k^T when it is statically known: the `scale`
+    /// attribute, or 1/sqrt(D) when D is static. std::nullopt when the
+    /// attribute is absent and D is dynamic.
+    std::optional<double> getStaticScale();
+    bool isCausal() { return getCausal() != ::mlir::fa::CausalKind::none; }
+  }];
+}
+
+#endif // FA_DIALECT_FA_IR_FAOPS_TD

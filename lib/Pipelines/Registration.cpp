@@ -1,0 +1,19 @@
+//===- Registration.cpp - register the fa pipelines ---------------------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Pipelines/Pipelines.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+void mlir::fa::registerFAPipelines() {
+  PassPipelineRegistration<FAToCPUPipelineOptions>(
+      "fa-to-cpu",
+      "Tile fa.attention with the online softmax, bufferize and lower to the "
+      "LLVM dialect for CPU execution (mlir-runner, ExecutionEngine)",
+      buildFAToCPUPipeline);
+}

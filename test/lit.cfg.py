@@ -1,0 +1,54 @@
+# -*- Python -*-
+# lit configuration of the fa-opt test suite.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "FA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fa_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
+config.substitutions.append(("%fa_lib_dir", config.fa_lib_dir))
+config.substitutions.append(("%fa_src_root", os.path.dirname(config.test_source_root)))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# Our tools first, then LLVM 22's (FileCheck, not, count, mlir-runner).
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.fa_tools_dir, append_path=True)
+
+tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
+tools = ["fa-opt", "mlir-runner"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# ptxas: CUDA's, for validating emitted PTX. Tests that need it say
+# `REQUIRES: ptxas`.
+ptxas = None
+for d in [config.cuda_bin_dir, "/usr/local/cuda/bin"]:
+    if d and os.path.exists(os.path.join(d, "ptxas")):
+        ptxas = os.path.join(d, "ptxas")
+        break
+if ptxas is None:
+    ptxas = shutil.which("ptxas")
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
+# numpy: the CPU execution harness computes its float64 reference with it.
+try:
+    import subprocess
+    subprocess.check_call([config.python_executable, "-c", "import numpy"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("numpy")
+except Exception:
+    pass
