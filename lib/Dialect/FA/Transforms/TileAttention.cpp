@@ -550,7 +550,8 @@ struct FATileAttentionPass
     if (blockM <= 0 || blockN <= 0) {
       getOperation()->emitError()
           << "fa-tile-attention: expected positive block-m and block-n, got "
-          << blockM << " and " << blockN;
+          << static_cast<int64_t>(blockM) << " and "
+          << static_cast<int64_t>(blockN);
       return signalPassFailure();
     }
     IRRewriter rewriter(&getContext());
