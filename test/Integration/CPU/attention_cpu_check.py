@@ -54,12 +54,34 @@ def reference(q, k, v, scale, causal, mask=None):
     return o, lse
 
 
+def to_bf16_bits(a):
+    """Rounds float32 `a` to bfloat16 (nearest even); returns the bits."""
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def round_to(a, elt):
+    """`a` rounded to element type `elt`, as float32 values."""
+    if elt == "bf16":
+        return from_bf16_bits(to_bf16_bits(a))
+    if elt == "f16":
+        return a.astype(np.float16).astype(np.float32)
+    return a.astype(np.float32)
+
+
 def dense_hex(a, elt):
     """An MLIR dense elements literal holding `a` exactly (raw hex)."""
-    if a.size == 0:
-        return "dense<>" if False else None
-    np_t = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[elt]
-    return 'dense<"0x%s">' % a.astype(np_t).tobytes().hex().upper()
+    if elt == "bf16":
+        raw = to_bf16_bits(a)
+    else:
+        np_t = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[elt]
+        raw = a.astype(np_t)
+    return 'dense<"0x%s">' % raw.tobytes().hex().upper()
 
 
 def ttype(shape, elt):
@@ -165,8 +187,7 @@ def run_config(cfg, rng, tools, tol):
     q = rng.standard_normal((b, tq, d)).astype(np.float32)
     k = rng.standard_normal((b, tk, d)).astype(np.float32)
     v = rng.standard_normal((b, tk, dv)).astype(np.float32)
-    if elt == "f16":
-        q, k, v = (x.astype(np.float16) for x in (q, k, v))
+    q, k, v = (round_to(x, elt) for x in (q, k, v))
     scale = cfg.get("scale", 1.0 / np.sqrt(d))
     scale = float(np.float32(scale))
     o_ref, lse_ref = reference(q, k, v, scale, causal)
@@ -250,14 +271,53 @@ def matrix(name):
             dict(shape=(1, 33, 33, 4, 4), blocks=(5, 5), scale=3.0,
                  causal="top_left"),
         ]
+    elif name == "dtypes":
+        # f16 and bf16 inputs, f32 output: the reference uses the same
+        # rounded inputs, so the f32 tolerance still holds.
+        for elt in ("f16", "bf16"):
+            for c in ("none", "top_left", "bottom_right"):
+                cfgs.append(dict(shape=(2, 45, 70, 32, 16), blocks=(16, 32),
+                                 causal=c, dtype=elt))
     else:
         raise SystemExit("error: unknown matrix '%s'" % name)
     return cfgs
 
 
+def config_like(path, blocks):
+    """The configuration of the first fa.attention of an MLIR file with
+    static shapes: batch dims are flattened."""
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise SystemExit("error: cannot read '%s': %s" % (path, e.strerror))
+    m = re.search(r"fa\.attention\b[^:]*:\s*tensor<([0-9x]+)x(f16|bf16|f32)>,"
+                  r"\s*tensor<([0-9x]+)x\w+>,\s*tensor<([0-9x]+)x\w+>", text)
+    if not m:
+        raise SystemExit("error: no fa.attention with static shapes in '%s'"
+                         % path)
+    qs = [int(x) for x in m.group(1).split("x")]
+    ks = [int(x) for x in m.group(3).split("x")]
+    vs = [int(x) for x in m.group(4).split("x")]
+    cfg = dict(shape=(int(np.prod(qs[:-2])), qs[-2], ks[-2], qs[-1], vs[-1]),
+               blocks=blocks, dtype=m.group(2))
+    head = text[m.start():m.end()]
+    c = re.search(r"causal\((\w+)\)", head)
+    if c:
+        cfg["causal"] = c.group(1)
+    sc = re.search(r"scale\(([^)]+)\)", head)
+    if sc:
+        cfg["scale"] = float(sc.group(1))
+    return [cfg]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--matrix", required=True)
+    group = ap.add_mutually_exclusive_group(required=True)
+    group.add_argument("--matrix", help="a named test matrix")
+    group.add_argument("--like", help="check the configuration of the first "
+                       "fa.attention of this MLIR file")
+    ap.add_argument("--blocks", default="64,64",
+                    help="block-m,block-n for --like (default 64,64)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--fa-opt", dest="fa_opt", default="fa-opt")
@@ -269,9 +329,15 @@ def main():
     print("seed %d" % seed)
     rng = np.random.default_rng(seed)
     passed = failed = 0
-    for cfg in matrix(args.matrix):
+    if args.like:
+        bm, bn = (int(x) for x in args.blocks.split(","))
+        cfgs = config_like(args.like, (bm, bn))
+    else:
+        cfgs = matrix(args.matrix)
+    for cfg in cfgs:
         ok, msg = run_config(cfg, rng, args, args.tol)
-        desc = "B,Tq,Tk,D,Dv=%s blocks=%s causal=%s%s%s" % (
+        desc = "%s B,Tq,Tk,D,Dv=%s blocks=%s causal=%s%s%s" % (
+            cfg.get("dtype", "f32"),
             ",".join(map(str, cfg["shape"])), "x".join(map(str, cfg["blocks"])),
             cfg.get("causal", "none"),
             " scale=%g" % cfg["scale"] if "scale" in cfg else "",
