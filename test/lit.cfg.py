@@ -52,3 +52,13 @@ try:
     config.available_features.add("numpy")
 except Exception:
     pass
+
+# The CUDA-driver runtime (runtime/, tools/fa-run), built when CUDA's headers
+# are found: its host-only unit tests and fa-run's error paths need no GPU.
+# Tests that use them say `REQUIRES: fa-runtime`.
+fa_runtime_unittests = os.path.join(config.fa_tools_dir, "fa-runtime-unittests")
+if os.path.exists(fa_runtime_unittests):
+    config.available_features.add("fa-runtime")
+    config.substitutions.append(("%fa_runtime_unittests", fa_runtime_unittests))
+    config.substitutions.append(
+        ("%fa_run", os.path.join(config.fa_tools_dir, "fa-run")))

@@ -1,0 +1,330 @@
+//===- FaRuntime.cpp - load and launch fa kernels ------------------------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Runtime/FaRuntime.h"
+
+#include "Errors.h"
+#include "fa/Runtime/CudaDriver.h"
+#include "fa/Runtime/Manifest.h"
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+struct faRtKernel_st {
+  fa::rt::Manifest manifest;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+};
+
+static thread_local std::string lastError;
+
+faRtStatus fa::rt::reportError(faRtStatus status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+const char *faRtGetLastError(void) { return lastError.c_str(); }
+
+const char *faRtStatusName(faRtStatus status) {
+  switch (status) {
+  case FA_RT_SUCCESS:
+    return "FA_RT_SUCCESS";
+  case FA_RT_ERROR_INVALID_ARGUMENT:
+    return "FA_RT_ERROR_INVALID_ARGUMENT";
+  case FA_RT_ERROR_IO:
+    return "FA_RT_ERROR_IO";
+  case FA_RT_ERROR_MANIFEST:
+    return "FA_RT_ERROR_MANIFEST";
+  case FA_RT_ERROR_SHAPE:
+    return "FA_RT_ERROR_SHAPE";
+  case FA_RT_ERROR_NO_DRIVER:
+    return "FA_RT_ERROR_NO_DRIVER";
+  case FA_RT_ERROR_NO_DEVICE:
+    return "FA_RT_ERROR_NO_DEVICE";
+  case FA_RT_ERROR_PTX_LOAD:
+    return "FA_RT_ERROR_PTX_LOAD";
+  case FA_RT_ERROR_CUDA:
+    return "FA_RT_ERROR_CUDA";
+  }
+  return "FA_RT_ERROR_UNKNOWN";
+}
+
+/// Retains `device`'s primary context into *context and makes it current.
+static faRtStatus retainContext(int device, CUdevice *cuDevice,
+                                CUcontext *context) {
+  if (faRtStatus status = fa::rt::loadCudaDriver())
+    return status;
+  int count = 0;
+  FA_RT_CUDA_CHECK(cuDeviceGetCount, &count);
+  if (count == 0)
+    return fa::rt::reportError(FA_RT_ERROR_NO_DEVICE,
+                               "no CUDA device found (cuDeviceGetCount is 0)");
+  if (device < 0 || device >= count)
+    return fa::rt::reportError(FA_RT_ERROR_NO_DEVICE,
+                               "no CUDA device " + std::to_string(device) +
+                                   " (this machine has " +
+                                   std::to_string(count) + ")");
+  FA_RT_CUDA_CHECK(cuDeviceGet, cuDevice, device);
+  FA_RT_CUDA_CHECK(cuDevicePrimaryCtxRetain, context, *cuDevice);
+  CUresult result = fa::rt::cudaDriver().cuCtxSetCurrent(*context);
+  if (result != CUDA_SUCCESS) {
+    fa::rt::cudaDriver().cuDevicePrimaryCtxRelease(*cuDevice);
+    return fa::rt::reportCudaError("cuCtxSetCurrent", result);
+  }
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus faRtInit(int device) {
+  // The first successful call keeps one reference to the primary context for
+  // the process' lifetime; later calls only make it current.
+  static std::mutex mutex;
+  static std::vector<CUcontext> retained;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device >= 0 && static_cast<size_t>(device) < retained.size() &&
+      retained[device]) {
+    FA_RT_CUDA_CHECK(cuCtxSetCurrent, retained[device]);
+    return FA_RT_SUCCESS;
+  }
+  CUdevice cuDevice;
+  CUcontext context;
+  if (faRtStatus status = retainContext(device, &cuDevice, &context))
+    return status;
+  if (retained.size() <= static_cast<size_t>(device))
+    retained.resize(device + 1, nullptr);
+  retained[device] = context;
+  return FA_RT_SUCCESS;
+}
+
+/// Parses "sm_90a" into 90 and whether it is arch-specific ('a').
+static bool parseChip(const std::string &chip, int &number, bool &specific) {
+  if (chip.rfind("sm_", 0) != 0)
+    return false;
+  size_t i = 3;
+  number = 0;
+  while (i < chip.size() && chip[i] >= '0' && chip[i] <= '9')
+    number = number * 10 + (chip[i++] - '0');
+  if (i == 3)
+    return false;
+  specific = i < chip.size() && chip[i] == 'a';
+  return true;
+}
+
+static faRtStatus checkChip(const fa::rt::Manifest &manifest, CUdevice device) {
+  int target = 0;
+  bool specific = false;
+  if (!parseChip(manifest.chip, target, specific))
+    return FA_RT_SUCCESS; // No or unknown chip: let the JIT decide.
+  int major = 0, minor = 0;
+  FA_RT_CUDA_CHECK(cuDeviceGetAttribute, &major,
+                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  FA_RT_CUDA_CHECK(cuDeviceGetAttribute, &minor,
+                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  int have = major * 10 + minor;
+  if (have < target || (specific && have != target)) {
+    char name[256] = "";
+    fa::rt::cudaDriver().cuDeviceGetName(name, sizeof(name), device);
+    return fa::rt::reportError(FA_RT_ERROR_PTX_LOAD,
+                               manifest.path + ": kernel '" + manifest.kernel +
+                                   "' targets " + manifest.chip +
+                                   ", but the device (" + name + ") is sm_" +
+                                   std::to_string(have));
+  }
+  return FA_RT_SUCCESS;
+}
+
+/// Loads the PTX and looks the kernel up; fills kernel->module/function.
+static faRtStatus loadModule(faRtKernel kernel) {
+  const fa::rt::Manifest &manifest = kernel->manifest;
+  const std::string ptxPath = manifest.ptxPath();
+  std::ifstream file(ptxPath, std::ios::binary);
+  if (!file)
+    return fa::rt::reportError(FA_RT_ERROR_IO, "cannot open PTX file '" +
+                                                   ptxPath + "' (named by " +
+                                                   manifest.path + ")");
+  std::ostringstream text;
+  text << file.rdbuf();
+  std::string ptx = text.str();
+
+  if (faRtStatus status = checkChip(manifest, kernel->device))
+    return status;
+
+  std::vector<char> errorLog(1 << 16, '\0'), infoLog(1 << 14, '\0');
+  CUjit_option options[] = {
+      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {
+      errorLog.data(),
+      reinterpret_cast<void *>(static_cast<uintptr_t>(errorLog.size() - 1)),
+      infoLog.data(),
+      reinterpret_cast<void *>(static_cast<uintptr_t>(infoLog.size() - 1))};
+  CUresult result = fa::rt::cudaDriver().cuModuleLoadDataEx(
+      &kernel->module, ptx.c_str(), 4, options, values);
+  if (result != CUDA_SUCCESS) {
+    fa::rt::reportCudaError("cuModuleLoadDataEx", result);
+    std::string message =
+        "cannot load PTX '" + ptxPath + "': " + faRtGetLastError();
+    if (errorLog[0])
+      message += "\nJIT error log:\n" + std::string(errorLog.data());
+    kernel->module = nullptr;
+    return fa::rt::reportError(FA_RT_ERROR_PTX_LOAD, std::move(message));
+  }
+
+  result = fa::rt::cudaDriver().cuModuleGetFunction(
+      &kernel->function, kernel->module, manifest.kernel.c_str());
+  if (result == CUDA_ERROR_NOT_FOUND)
+    return fa::rt::reportError(FA_RT_ERROR_PTX_LOAD,
+                               "kernel '" + manifest.kernel + "' (from " +
+                                   manifest.path + ") not found in '" +
+                                   ptxPath + "'");
+  if (result != CUDA_SUCCESS)
+    return fa::rt::reportCudaError("cuModuleGetFunction", result);
+
+  int maxThreads = 0;
+  FA_RT_CUDA_CHECK(cuFuncGetAttribute, &maxThreads,
+                   CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel->function);
+  if (manifest.threads > maxThreads)
+    return fa::rt::reportError(
+        FA_RT_ERROR_PTX_LOAD,
+        "kernel '" + manifest.kernel + "' launches " +
+            std::to_string(manifest.threads) +
+            " threads, but its compiled code allows at most " +
+            std::to_string(maxThreads) + " (register pressure?)");
+  if (manifest.sharedBytes > 0)
+    FA_RT_CUDA_CHECK(cuFuncSetAttribute, kernel->function,
+                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                     static_cast<int>(manifest.sharedBytes));
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus fa::rt::loadKernel(const Manifest &manifest, int device,
+                              faRtKernel *kernel) {
+  if (!kernel)
+    return reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                       "faRtKernelLoad: kernel is null");
+  *kernel = nullptr;
+  auto loaded = std::make_unique<faRtKernel_st>();
+  loaded->manifest = manifest;
+  if (faRtStatus status = faRtInit(device))
+    return status;
+  if (faRtStatus status =
+          retainContext(device, &loaded->device, &loaded->context))
+    return status;
+  if (faRtStatus status = loadModule(loaded.get())) {
+    faRtKernelUnload(loaded.release());
+    return status;
+  }
+  *kernel = loaded.release();
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus faRtKernelLoad(const char *manifestPath, int device,
+                          faRtKernel *kernel) {
+  if (kernel)
+    *kernel = nullptr;
+  if (!manifestPath || !kernel)
+    return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                               "faRtKernelLoad: null argument");
+  fa::rt::Manifest manifest;
+  if (faRtStatus status = fa::rt::readManifestFile(manifestPath, manifest))
+    return status;
+  return fa::rt::loadKernel(manifest, device, kernel);
+}
+
+void faRtKernelUnload(faRtKernel kernel) {
+  if (!kernel)
+    return;
+  const fa::rt::CudaDriver &driver = fa::rt::cudaDriver();
+  if (kernel->context) {
+    CUcontext current = nullptr;
+    driver.cuCtxGetCurrent(&current);
+    if (current != kernel->context)
+      driver.cuCtxSetCurrent(kernel->context);
+    if (kernel->module)
+      driver.cuModuleUnload(kernel->module);
+    driver.cuDevicePrimaryCtxRelease(kernel->device);
+  }
+  delete kernel;
+}
+
+const fa::rt::Manifest &fa::rt::getManifest(faRtKernel kernel) {
+  return kernel->manifest;
+}
+
+faRtStatus faRtKernelGetInfo(faRtKernel kernel, faRtKernelInfo *info) {
+  if (!kernel || !info)
+    return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                               "faRtKernelGetInfo: null argument");
+  const fa::rt::Manifest &m = kernel->manifest;
+  info->name = m.kernel.c_str();
+  info->dtype = m.dtype;
+  info->oDtype = m.oDtype;
+  info->causal = m.causal;
+  info->scale = m.scale;
+  info->batch = m.batch;
+  info->seqlenQ = m.seqlenQ;
+  info->seqlenK = m.seqlenK;
+  info->headDim = m.headDim;
+  info->headDimV = m.headDimV;
+  info->hasLse = m.hasLse ? 1 : 0;
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
+                            uint64_t v, uint64_t o, uint64_t lse, int64_t batch,
+                            int64_t seqlenQ, int64_t seqlenK, void *stream) {
+  if (!kernel)
+    return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                               "faRtKernelLaunch: kernel is null");
+  const fa::rt::Manifest &m = kernel->manifest;
+  fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
+  if (faRtStatus status = fa::rt::checkLaunchShape(m, shape))
+    return status;
+
+  // A tensor with elements needs a pointer.
+  struct Operand {
+    const char *name;
+    uint64_t ptr;
+    int64_t elements;
+  } operands[] = {{"q", q, batch * seqlenQ * m.headDim},
+                  {"k", k, batch * seqlenK * m.headDim},
+                  {"v", v, batch * seqlenK * m.headDimV},
+                  {"o", o, batch * seqlenQ * m.headDimV},
+                  {"lse", lse, m.hasLse ? batch * seqlenQ : 0}};
+  for (const Operand &operand : operands)
+    if (operand.elements > 0 && operand.ptr == 0)
+      return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                                 std::string("faRtKernelLaunch: ") +
+                                     operand.name + " is a null pointer");
+
+  std::array<uint32_t, 3> grid;
+  if (faRtStatus status = fa::rt::computeGrid(m, shape, grid))
+    return status;
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    return FA_RT_SUCCESS; // Nothing to compute.
+
+  std::vector<uint64_t> values =
+      fa::rt::buildKernelParams(m, shape, {q, k, v, o, lse});
+  std::vector<void *> args(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    args[i] = &values[i];
+
+  CUcontext current = nullptr;
+  FA_RT_CUDA_CHECK(cuCtxGetCurrent, &current);
+  if (current != kernel->context)
+    FA_RT_CUDA_CHECK(cuCtxSetCurrent, kernel->context);
+  FA_RT_CUDA_CHECK(cuLaunchKernel, kernel->function, grid[0], grid[1], grid[2],
+                   static_cast<unsigned>(m.threads), 1, 1,
+                   static_cast<unsigned>(m.sharedBytes),
+                   static_cast<CUstream>(stream), args.data(), nullptr);
+  return FA_RT_SUCCESS;
+}

@@ -1,0 +1,498 @@
+//===- Manifest.cpp - kernel manifests and launch parameters -------------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Runtime/Manifest.h"
+
+#include "Errors.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+using fa::rt::kDynamic;
+using fa::rt::Manifest;
+
+namespace {
+
+/// One known key: how many values it takes (-1: one or more) and how to
+/// store them. `store` returns an empty string on success, else the message.
+struct KeyRule {
+  const char *name;
+  bool required;
+  int arity;
+};
+
+const KeyRule kKeyRules[] = {
+    {"version", true, 1},       {"kernel", true, 1},     {"ptx", true, 1},
+    {"chip", false, 1},         {"dtype", true, 1},      {"o_dtype", false, 1},
+    {"causal", true, 1},        {"scale", true, 1},      {"batch", true, 1},
+    {"batch_shape", false, -1}, {"seqlen_q", true, 1},   {"seqlen_k", true, 1},
+    {"head_dim", true, 1},      {"head_dim_v", true, 1}, {"has_lse", true, 1},
+    {"block_m", true, 1},       {"block_n", false, 1},   {"threads", true, 1},
+    {"shared_bytes", false, 1}, {"params", false, -1},   {"grid", false, 3},
+};
+
+const char *const kGridNames[] = {"batch",    "seqlen_q",  "seqlen_k",
+                                  "block_m",  "block_n",   "threads",
+                                  "head_dim", "head_dim_v"};
+
+} // namespace
+
+static std::vector<std::string> splitWords(std::string_view line) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t')
+      ++i;
+    if (i > start)
+      words.emplace_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+/// Parses a non-negative decimal integer; `?` gives kDynamic when allowed.
+static bool parseCount(const std::string &word, bool allowDynamic,
+                       int64_t &out) {
+  if (allowDynamic && word == "?") {
+    out = kDynamic;
+    return true;
+  }
+  if (word.empty() || word.size() > 18)
+    return false;
+  int64_t value = 0;
+  for (char c : word) {
+    if (c < '0' || c > '9')
+      return false;
+    value = value * 10 + (c - '0');
+  }
+  out = value;
+  return true;
+}
+
+static bool parseDtype(const std::string &word, faRtDtype &out) {
+  if (word == "f16")
+    out = FA_RT_DTYPE_F16;
+  else if (word == "bf16")
+    out = FA_RT_DTYPE_BF16;
+  else if (word == "f32")
+    out = FA_RT_DTYPE_F32;
+  else
+    return false;
+  return true;
+}
+
+static bool parseCausal(const std::string &word, faRtCausal &out) {
+  if (word == "none")
+    out = FA_RT_CAUSAL_NONE;
+  else if (word == "top_left")
+    out = FA_RT_CAUSAL_TOP_LEFT;
+  else if (word == "bottom_right")
+    out = FA_RT_CAUSAL_BOTTOM_RIGHT;
+  else
+    return false;
+  return true;
+}
+
+static bool isGridName(std::string_view word) {
+  for (const char *name : kGridNames)
+    if (word == name)
+      return true;
+  return false;
+}
+
+static bool isGridAtom(std::string_view word) {
+  int64_t unused;
+  return isGridName(word) || parseCount(std::string(word), false, unused);
+}
+
+/// A grid expression is an atom or ceil_div(atom,atom); an atom is a
+/// non-negative integer or one of kGridNames.
+static bool isGridExpr(const std::string &word) {
+  if (isGridAtom(word))
+    return true;
+  const std::string_view prefix = "ceil_div(";
+  if (word.size() < prefix.size() + 4 ||
+      word.compare(0, prefix.size(), prefix) != 0 || word.back() != ')')
+    return false;
+  std::string_view inner(word);
+  inner = inner.substr(prefix.size(), inner.size() - prefix.size() - 1);
+  size_t comma = inner.find(',');
+  if (comma == std::string_view::npos)
+    return false;
+  return isGridAtom(inner.substr(0, comma)) &&
+         isGridAtom(inner.substr(comma + 1));
+}
+
+static std::string dirName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  if (slash == 0)
+    return "/";
+  return path.substr(0, slash);
+}
+
+std::string Manifest::ptxPath() const {
+  if (!ptx.empty() && ptx[0] == '/')
+    return ptx;
+  return dir + "/" + ptx;
+}
+
+faRtStatus fa::rt::parseManifest(std::string_view text,
+                                 const std::string &fileName,
+                                 Manifest &manifest) {
+  manifest = Manifest();
+  manifest.path = fileName;
+  manifest.dir = dirName(fileName);
+
+  std::map<std::string, int> seenAt; // key -> line
+  int lineNo = 0;
+  auto fail = [&](int line, const std::string &message) {
+    return reportError(FA_RT_ERROR_MANIFEST,
+                       fileName + ":" + std::to_string(line) + ": " + message);
+  };
+
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (end == text.size() && line.empty())
+      break;
+    ++lineNo;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    std::vector<std::string> words = splitWords(line);
+    if (words.empty())
+      continue;
+    const std::string &key = words[0];
+    std::vector<std::string> values(words.begin() + 1, words.end());
+
+    const KeyRule *rule = nullptr;
+    for (const KeyRule &candidate : kKeyRules)
+      if (key == candidate.name)
+        rule = &candidate;
+    if (!rule)
+      continue; // Unknown keys are for newer readers.
+    if (auto it = seenAt.find(key); it != seenAt.end())
+      return fail(lineNo, "duplicate key '" + key + "' (first on line " +
+                              std::to_string(it->second) + ")");
+    seenAt[key] = lineNo;
+    if (rule->arity >= 0 && static_cast<int>(values.size()) != rule->arity)
+      return fail(lineNo, "expected " + std::to_string(rule->arity) + " value" +
+                              (rule->arity == 1 ? "" : "s") + " for '" + key +
+                              "', got " + std::to_string(values.size()));
+    if (rule->arity < 0 && values.empty())
+      return fail(lineNo, "expected at least one value for '" + key + "'");
+
+    auto invalid = [&](const std::string &value, const char *expected) {
+      return fail(lineNo, "invalid value '" + value + "' for '" + key +
+                              "': expected " + expected);
+    };
+    auto count = [&](bool allowDynamic, int64_t &out) {
+      return parseCount(values[0], allowDynamic, out);
+    };
+    const std::string &value = values[0];
+
+    if (key == "version") {
+      if (!count(false, manifest.version))
+        return invalid(value, "a non-negative integer");
+      if (manifest.version != 1)
+        return fail(lineNo, "unsupported manifest version " + value +
+                                " (this runtime reads version 1)");
+    } else if (key == "kernel") {
+      manifest.kernel = value;
+    } else if (key == "ptx") {
+      manifest.ptx = value;
+    } else if (key == "chip") {
+      manifest.chip = value;
+    } else if (key == "dtype") {
+      if (!parseDtype(value, manifest.dtype))
+        return invalid(value, "f16, bf16 or f32");
+    } else if (key == "o_dtype") {
+      if (!parseDtype(value, manifest.oDtype))
+        return invalid(value, "f16, bf16 or f32");
+    } else if (key == "causal") {
+      if (!parseCausal(value, manifest.causal))
+        return invalid(value, "none, top_left or bottom_right");
+    } else if (key == "scale") {
+      const char *begin = value.c_str();
+      char *stop = nullptr;
+      errno = 0;
+      manifest.scale = std::strtod(begin, &stop);
+      if (stop == begin || *stop != '\0' || errno == ERANGE ||
+          !std::isfinite(manifest.scale))
+        return invalid(value, "a finite number");
+    } else if (key == "batch") {
+      if (!count(true, manifest.batch))
+        return invalid(value, "a non-negative integer or '?'");
+    } else if (key == "batch_shape") {
+      for (const std::string &dim : values) {
+        int64_t parsed;
+        if (!parseCount(dim, true, parsed))
+          return invalid(dim, "a non-negative integer or '?'");
+        manifest.batchShape.push_back(parsed);
+      }
+    } else if (key == "seqlen_q") {
+      if (!count(true, manifest.seqlenQ))
+        return invalid(value, "a non-negative integer or '?'");
+    } else if (key == "seqlen_k") {
+      if (!count(true, manifest.seqlenK))
+        return invalid(value, "a non-negative integer or '?'");
+    } else if (key == "head_dim" || key == "head_dim_v" || key == "block_m" ||
+               key == "threads") {
+      int64_t parsed;
+      if (!count(false, parsed) || parsed == 0)
+        return invalid(value, "a positive integer");
+      if (key == "head_dim")
+        manifest.headDim = parsed;
+      else if (key == "head_dim_v")
+        manifest.headDimV = parsed;
+      else if (key == "block_m")
+        manifest.blockM = parsed;
+      else
+        manifest.threads = parsed;
+    } else if (key == "block_n") {
+      if (!count(false, manifest.blockN))
+        return invalid(value, "a non-negative integer");
+    } else if (key == "shared_bytes") {
+      if (!count(false, manifest.sharedBytes))
+        return invalid(value, "a non-negative integer");
+    } else if (key == "has_lse") {
+      if (value != "0" && value != "1")
+        return invalid(value, "0 or 1");
+      manifest.hasLse = value == "1";
+    } else if (key == "params") {
+      manifest.params = values;
+    } else if (key == "grid") {
+      for (int i = 0; i < 3; ++i) {
+        if (!isGridExpr(values[i]))
+          return invalid(values[i], "an integer, a size name (batch, seqlen_q, "
+                                    "block_m, ...) or ceil_div(a,b)");
+        manifest.grid[i] = values[i];
+      }
+    }
+  }
+
+  int lastLine = lineNo > 0 ? lineNo : 1;
+  for (const KeyRule &rule : kKeyRules)
+    if (rule.required && !seenAt.count(rule.name))
+      return fail(lastLine,
+                  std::string("missing required key '") + rule.name + "'");
+
+  // Defaults for optional keys, then the rules between keys.
+  if (!seenAt.count("o_dtype"))
+    manifest.oDtype = manifest.dtype;
+  if (!seenAt.count("grid"))
+    manifest.grid = {"ceil_div(seqlen_q,block_m)", "batch", "1"};
+
+  std::vector<std::string> expectedParams = {"q", "k", "v", "o"};
+  if (manifest.hasLse)
+    expectedParams.push_back("lse");
+  if (auto it = seenAt.find("params"); it != seenAt.end()) {
+    if (manifest.params != expectedParams) {
+      std::string want;
+      for (const std::string &p : expectedParams)
+        want += (want.empty() ? "" : " ") + p;
+      std::string got;
+      for (const std::string &p : manifest.params)
+        got += (got.empty() ? "" : " ") + p;
+      return fail(it->second, "expected params '" + want + "' (has_lse " +
+                                  (manifest.hasLse ? "1" : "0") + "), got '" +
+                                  got + "'");
+    }
+  }
+  manifest.params = expectedParams;
+
+  if (manifest.threads > 1024)
+    return fail(seenAt["threads"], "expected at most 1024 threads, got " +
+                                       std::to_string(manifest.threads));
+
+  if (auto it = seenAt.find("batch_shape");
+      it != seenAt.end() && manifest.batch != kDynamic) {
+    int64_t product = 1;
+    bool allStatic = true;
+    for (int64_t dim : manifest.batchShape) {
+      allStatic &= dim != kDynamic;
+      if (dim != kDynamic)
+        product *= dim;
+    }
+    if (allStatic && product != manifest.batch)
+      return fail(it->second, "batch_shape has product " +
+                                  std::to_string(product) + ", but batch is " +
+                                  std::to_string(manifest.batch));
+  }
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus fa::rt::readManifestFile(const std::string &path,
+                                    Manifest &manifest) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return reportError(FA_RT_ERROR_IO, "cannot open manifest '" + path + "'");
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad())
+    return reportError(FA_RT_ERROR_IO, "cannot read manifest '" + path + "'");
+  return parseManifest(contents.str(), path, manifest);
+}
+
+faRtStatus fa::rt::checkLaunchShape(const Manifest &manifest,
+                                    const LaunchShape &shape) {
+  struct Dim {
+    const char *name;
+    int64_t given;
+    int64_t expected;
+  } dims[] = {{"batch", shape.batch, manifest.batch},
+              {"seqlen_q", shape.seqlenQ, manifest.seqlenQ},
+              {"seqlen_k", shape.seqlenK, manifest.seqlenK}};
+  for (const Dim &dim : dims) {
+    if (dim.given < 0)
+      return reportError(FA_RT_ERROR_SHAPE, std::string("expected ") +
+                                                dim.name + " >= 0, got " +
+                                                std::to_string(dim.given));
+    if (dim.expected != kDynamic && dim.given != dim.expected)
+      return reportError(FA_RT_ERROR_SHAPE,
+                         "kernel '" + manifest.kernel + "' (" + manifest.path +
+                             ") was compiled for " + dim.name + " " +
+                             std::to_string(dim.expected) + ", got " +
+                             std::to_string(dim.given));
+  }
+  return FA_RT_SUCCESS;
+}
+
+static int64_t gridAtomValue(std::string_view atom, const Manifest &manifest,
+                             const fa::rt::LaunchShape &shape) {
+  if (atom == "batch")
+    return shape.batch;
+  if (atom == "seqlen_q")
+    return shape.seqlenQ;
+  if (atom == "seqlen_k")
+    return shape.seqlenK;
+  if (atom == "block_m")
+    return manifest.blockM;
+  if (atom == "block_n")
+    return manifest.blockN;
+  if (atom == "threads")
+    return manifest.threads;
+  if (atom == "head_dim")
+    return manifest.headDim;
+  if (atom == "head_dim_v")
+    return manifest.headDimV;
+  int64_t value = 0;
+  parseCount(std::string(atom), false, value); // Checked when parsed.
+  return value;
+}
+
+faRtStatus fa::rt::computeGrid(const Manifest &manifest,
+                               const LaunchShape &shape,
+                               std::array<uint32_t, 3> &grid) {
+  static const uint32_t kLimits[3] = {2147483647u, 65535u, 65535u};
+  for (int i = 0; i < 3; ++i) {
+    const std::string &expr = manifest.grid[i];
+    int64_t value;
+    if (expr.rfind("ceil_div(", 0) == 0) {
+      std::string_view inner(expr);
+      inner = inner.substr(9, inner.size() - 10);
+      size_t comma = inner.find(',');
+      int64_t num = gridAtomValue(inner.substr(0, comma), manifest, shape);
+      int64_t den = gridAtomValue(inner.substr(comma + 1), manifest, shape);
+      if (den <= 0)
+        return reportError(FA_RT_ERROR_MANIFEST,
+                           manifest.path + ": grid expression '" + expr +
+                               "' divides by " + std::to_string(den));
+      value = (num + den - 1) / den;
+    } else {
+      value = gridAtomValue(expr, manifest, shape);
+    }
+    if (value > kLimits[i])
+      return reportError(FA_RT_ERROR_SHAPE, std::string("grid dim ") +
+                                                "xyz"[i] + " = " + expr +
+                                                " = " + std::to_string(value) +
+                                                " exceeds the CUDA limit " +
+                                                std::to_string(kLimits[i]));
+    grid[i] = static_cast<uint32_t>(value);
+  }
+  return FA_RT_SUCCESS;
+}
+
+std::vector<int64_t>
+fa::rt::rowMajorStrides(const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t i = sizes.size(); i > 1; --i)
+    strides[i - 2] = strides[i - 1] * sizes[i - 1];
+  return strides;
+}
+
+void fa::rt::appendMemRefParams(std::vector<uint64_t> &params, uint64_t ptr,
+                                int64_t offset,
+                                const std::vector<int64_t> &sizes,
+                                const std::vector<int64_t> &strides) {
+  params.push_back(ptr); // allocated
+  params.push_back(ptr); // aligned
+  params.push_back(static_cast<uint64_t>(offset));
+  for (int64_t size : sizes)
+    params.push_back(static_cast<uint64_t>(size));
+  for (int64_t stride : strides)
+    params.push_back(static_cast<uint64_t>(stride));
+}
+
+std::vector<uint64_t> fa::rt::buildKernelParams(const Manifest &manifest,
+                                                const LaunchShape &shape,
+                                                const TensorPointers &tensors) {
+  const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
+  const int64_t d = manifest.headDim, dv = manifest.headDimV;
+  std::vector<uint64_t> params;
+  auto add = [&](uint64_t ptr, std::vector<int64_t> sizes) {
+    appendMemRefParams(params, ptr, 0, sizes, rowMajorStrides(sizes));
+  };
+  add(tensors.q, {b, tq, d});
+  add(tensors.k, {b, tk, d});
+  add(tensors.v, {b, tk, dv});
+  add(tensors.o, {b, tq, dv});
+  if (manifest.hasLse)
+    add(tensors.lse, {b, tq});
+  return params;
+}
+
+const char *fa::rt::dtypeName(faRtDtype dtype) {
+  switch (dtype) {
+  case FA_RT_DTYPE_F16:
+    return "f16";
+  case FA_RT_DTYPE_BF16:
+    return "bf16";
+  case FA_RT_DTYPE_F32:
+    return "f32";
+  }
+  return "?";
+}
+
+const char *fa::rt::causalName(faRtCausal causal) {
+  switch (causal) {
+  case FA_RT_CAUSAL_NONE:
+    return "none";
+  case FA_RT_CAUSAL_TOP_LEFT:
+    return "top_left";
+  case FA_RT_CAUSAL_BOTTOM_RIGHT:
+    return "bottom_right";
+  }
+  return "?";
+}
+
+size_t fa::rt::dtypeSize(faRtDtype dtype) {
+  return dtype == FA_RT_DTYPE_F32 ? 4 : 2;
+}

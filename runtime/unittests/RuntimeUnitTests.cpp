@@ -1,0 +1,614 @@
+//===- RuntimeUnitTests.cpp - host-only tests of the fa runtime ----------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Manifest parsing, launch shapes, grid and kernel parameters, f16/bf16
+// conversion and the float64 reference: everything of the runtime that runs
+// without a GPU. Prints one "PASS <test>" or "FAIL <test>" line per test
+// (test/Runtime/runtime-unit.test checks them) and exits non-zero on failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Runtime/FaRuntime.h"
+#include "fa/Runtime/Float16.h"
+#include "fa/Runtime/Manifest.h"
+#include "fa/Runtime/Reference.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int currentFailures = 0;
+
+void reportCheck(bool ok, const char *what, const char *file, int line) {
+  if (ok)
+    return;
+  ++currentFailures;
+  std::printf("  check failed at %s:%d: %s\n", file, line, what);
+}
+
+} // namespace
+
+#define EXPECT(cond)                                                           \
+  reportCheck(static_cast<bool>(cond), #cond, __FILE__, __LINE__)
+#define EXPECT_EQ(a, b)                                                        \
+  reportCheck((a) == (b), #a " == " #b, __FILE__, __LINE__)
+#define EXPECT_NEAR(a, b, tol)                                                 \
+  reportCheck(std::fabs((a) - (b)) <= (tol), #a " ~= " #b, __FILE__, __LINE__)
+
+using fa::rt::kDynamic;
+using fa::rt::Manifest;
+
+static float bitsFloat(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+/// The example of docs/ARTIFACTS.md.
+static const char *const kGoodManifest = R"(# fa kernel manifest
+version 1
+kernel main_attention_0
+ptx main_attention_0.ptx
+chip sm_90a
+dtype bf16          # q/k/v element type: f16 | bf16 | f32
+o_dtype bf16        # o element type
+causal top_left     # none | top_left | bottom_right
+scale 0.125         # the scale the kernel applies
+batch 16            # product of the batch dims, or ?
+batch_shape 2 8     # the batch dims of the source op, each a number or ?
+seqlen_q ?
+seqlen_k ?
+head_dim 64
+head_dim_v 64
+has_lse 1
+block_m 64
+block_n 64
+threads 64
+shared_bytes 0
+params q k v o lse
+grid ceil_div(seqlen_q,block_m) batch 1
+)";
+
+/// kGoodManifest with the line starting "<key> " replaced by `line` (or
+/// dropped when `line` is empty).
+static std::string withLine(const std::string &key, const std::string &line) {
+  std::string out;
+  std::string text = kGoodManifest;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    std::string current = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (current.rfind(key + " ", 0) == 0) {
+      if (!line.empty())
+        out += line + "\n";
+      continue;
+    }
+    out += current + "\n";
+  }
+  return out;
+}
+
+static std::string parseError(const std::string &text) {
+  Manifest m;
+  faRtStatus status = fa::rt::parseManifest(text, "dir/x.manifest", m);
+  if (status == FA_RT_SUCCESS)
+    return "<parsed>";
+  return std::string(faRtStatusName(status)) + ": " + faRtGetLastError();
+}
+
+static bool contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+#define EXPECT_ERROR(text, needle)                                             \
+  do {                                                                         \
+    std::string error_ = parseError(text);                                     \
+    bool ok_ = contains(error_, needle);                                       \
+    reportCheck(ok_, "error contains: " needle, __FILE__, __LINE__);           \
+    if (!ok_)                                                                  \
+      std::printf("    got: %s\n", error_.c_str());                            \
+  } while (false)
+
+static void testManifestGood() {
+  Manifest m;
+  EXPECT_EQ(fa::rt::parseManifest(kGoodManifest, "dir/x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.version, 1);
+  EXPECT_EQ(m.kernel, "main_attention_0");
+  EXPECT_EQ(m.ptxPath(), "dir/main_attention_0.ptx");
+  EXPECT_EQ(m.chip, "sm_90a");
+  EXPECT_EQ(m.dtype, FA_RT_DTYPE_BF16);
+  EXPECT_EQ(m.oDtype, FA_RT_DTYPE_BF16);
+  EXPECT_EQ(m.causal, FA_RT_CAUSAL_TOP_LEFT);
+  EXPECT_EQ(m.scale, 0.125);
+  EXPECT_EQ(m.batch, 16);
+  EXPECT(m.batchShape == std::vector<int64_t>({2, 8}));
+  EXPECT_EQ(m.seqlenQ, kDynamic);
+  EXPECT_EQ(m.seqlenK, kDynamic);
+  EXPECT_EQ(m.headDim, 64);
+  EXPECT_EQ(m.headDimV, 64);
+  EXPECT(m.hasLse);
+  EXPECT_EQ(m.blockM, 64);
+  EXPECT_EQ(m.blockN, 64);
+  EXPECT_EQ(m.threads, 64);
+  EXPECT_EQ(m.sharedBytes, 0);
+  EXPECT(m.params == std::vector<std::string>({"q", "k", "v", "o", "lse"}));
+  EXPECT_EQ(m.grid[0], "ceil_div(seqlen_q,block_m)");
+  EXPECT_EQ(m.grid[1], "batch");
+  EXPECT_EQ(m.grid[2], "1");
+}
+
+static void testManifestDefaultsAndForwardCompat() {
+  // Optional keys left out, an unknown key, CRLF line ends, no final newline,
+  // an absolute ptx path, a static seqlen.
+  std::string text =
+      "version 1\r\nkernel f_attention_1\r\nptx /abs/f.ptx\r\n"
+      "future_key 1 2 3\r\ndtype f16\r\ncausal bottom_right\r\n"
+      "scale 1e-1\r\nbatch ?\r\nseqlen_q 128\r\nseqlen_k ?\r\n"
+      "head_dim 80\r\nhead_dim_v 96\r\nhas_lse 0\r\nblock_m 16\r\n"
+      "threads 128";
+  Manifest m;
+  EXPECT_EQ(fa::rt::parseManifest(text, "y.manifest", m), FA_RT_SUCCESS);
+  EXPECT_EQ(m.ptxPath(), "/abs/f.ptx");
+  EXPECT_EQ(m.oDtype, FA_RT_DTYPE_F16);
+  EXPECT_EQ(m.causal, FA_RT_CAUSAL_BOTTOM_RIGHT);
+  EXPECT_NEAR(m.scale, 0.1, 1e-15);
+  EXPECT_EQ(m.batch, kDynamic);
+  EXPECT_EQ(m.seqlenQ, 128);
+  EXPECT_EQ(m.headDimV, 96);
+  EXPECT(!m.hasLse);
+  EXPECT(m.params == std::vector<std::string>({"q", "k", "v", "o"}));
+  EXPECT_EQ(m.grid[0], "ceil_div(seqlen_q,block_m)");
+  EXPECT_EQ(m.sharedBytes, 0);
+  EXPECT_EQ(m.blockN, 0);
+}
+
+static void testManifestMalformed() {
+  // Each rule, with the file:line the message must name. Line numbers refer
+  // to kGoodManifest (line 1 is the comment).
+  EXPECT_ERROR(withLine("scale", ""),
+               "FA_RT_ERROR_MANIFEST: dir/x.manifest:21: missing required "
+               "key 'scale'");
+  EXPECT_ERROR(withLine("kernel", ""), "missing required key 'kernel'");
+  EXPECT_ERROR(withLine("head_dim", "head_dim abc"),
+               "dir/x.manifest:14: invalid value 'abc' for 'head_dim': "
+               "expected a positive integer");
+  EXPECT_ERROR(withLine("head_dim", "head_dim 0"),
+               "invalid value '0' for 'head_dim'");
+  EXPECT_ERROR(withLine("head_dim", "head_dim -64"),
+               "invalid value '-64' for 'head_dim'");
+  EXPECT_ERROR(withLine("head_dim", "head_dim ?"),
+               "invalid value '?' for 'head_dim'");
+  EXPECT_ERROR(withLine("seqlen_q", "seqlen_q 12x"),
+               "dir/x.manifest:12: invalid value '12x' for 'seqlen_q': "
+               "expected a non-negative integer or '?'");
+  EXPECT_ERROR(withLine("dtype", "dtype fp16"),
+               "dir/x.manifest:6: invalid value 'fp16' for 'dtype': expected "
+               "f16, bf16 or f32");
+  EXPECT_ERROR(withLine("causal", "causal true"),
+               "invalid value 'true' for 'causal': expected none, top_left "
+               "or bottom_right");
+  EXPECT_ERROR(withLine("scale", "scale 0.125x"),
+               "invalid value '0.125x' for 'scale': expected a finite number");
+  EXPECT_ERROR(withLine("scale", "scale nan"), "invalid value 'nan'");
+  EXPECT_ERROR(withLine("scale", "scale 1e999"), "invalid value '1e999'");
+  EXPECT_ERROR(withLine("version", "version 2"),
+               "dir/x.manifest:2: unsupported manifest version 2");
+  EXPECT_ERROR(withLine("has_lse", "has_lse yes"),
+               "invalid value 'yes' for 'has_lse': expected 0 or 1");
+  EXPECT_ERROR(withLine("block_m", "block_m 64 64"),
+               "dir/x.manifest:17: expected 1 value for 'block_m', got 2");
+  EXPECT_ERROR(withLine("ptx", "ptx"), "expected 1 value for 'ptx', got 0");
+  EXPECT_ERROR(std::string(kGoodManifest) + "head_dim 64\n",
+               "dir/x.manifest:23: duplicate key 'head_dim' (first on line "
+               "14)");
+  EXPECT_ERROR(withLine("params", "params q k v o"),
+               "dir/x.manifest:21: expected params 'q k v o lse' (has_lse "
+               "1), got 'q k v o'");
+  EXPECT_ERROR(withLine("batch_shape", "batch_shape 2 4"),
+               "dir/x.manifest:11: batch_shape has product 8, but batch is "
+               "16");
+  EXPECT_ERROR(withLine("grid", "grid ceil_div(seqlen_q,bm) batch 1"),
+               "dir/x.manifest:22: invalid value 'ceil_div(seqlen_q,bm)' for "
+               "'grid'");
+  EXPECT_ERROR(withLine("grid", "grid ceil_div(seqlen_q,block_m) batch"),
+               "expected 3 values for 'grid', got 2");
+  EXPECT_ERROR(withLine("threads", "threads 2048"),
+               "expected at most 1024 threads, got 2048");
+  EXPECT_ERROR("", "dir/x.manifest:1: missing required key 'version'");
+  // Good variants stay good: a '?' batch dim, a comment-only line.
+  EXPECT_EQ(parseError(withLine("batch_shape", "batch_shape 2 ?")), "<parsed>");
+  EXPECT_EQ(parseError(std::string("   # only a comment\n") + kGoodManifest),
+            "<parsed>");
+}
+
+static void testManifestFile() {
+  Manifest m;
+  EXPECT_EQ(fa::rt::readManifestFile("/nonexistent/k.manifest", m),
+            FA_RT_ERROR_IO);
+  EXPECT(contains(faRtGetLastError(),
+                  "cannot open manifest '/nonexistent/k.manifest'"));
+}
+
+static void testLaunchShape() {
+  Manifest m;
+  fa::rt::parseManifest(withLine("seqlen_k", "seqlen_k 300"), "x.manifest", m);
+  EXPECT_EQ(fa::rt::checkLaunchShape(m, {16, 1, 300}), FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::checkLaunchShape(m, {16, 77, 300}), FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::checkLaunchShape(m, {16, 77, 301}), FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(),
+                  "kernel 'main_attention_0' (x.manifest) was compiled for "
+                  "seqlen_k 300, got 301"));
+  EXPECT_EQ(fa::rt::checkLaunchShape(m, {8, 77, 300}), FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(), "compiled for batch 16, got 8"));
+  EXPECT_EQ(fa::rt::checkLaunchShape(m, {16, -1, 300}), FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(), "expected seqlen_q >= 0, got -1"));
+}
+
+static void testGrid() {
+  Manifest m;
+  fa::rt::parseManifest(kGoodManifest, "x.manifest", m);
+  std::array<uint32_t, 3> grid{};
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 300, 5}, grid), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{5, 16, 1}));
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 64, 5}, grid), FA_RT_SUCCESS);
+  EXPECT_EQ(grid[0], 1u);
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 0, 5}, grid), FA_RT_SUCCESS);
+  EXPECT_EQ(grid[0], 0u);
+  EXPECT_EQ(fa::rt::computeGrid(m, {70000, 1, 5}, grid), FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(), "grid dim y = batch = 70000 exceeds"));
+
+  // Another grid the format allows: batch on x, query blocks on y.
+  fa::rt::parseManifest(
+      withLine("grid", "grid batch ceil_div(seqlen_q,block_n) 2"), "x.manifest",
+      m);
+  EXPECT_EQ(fa::rt::computeGrid(m, {3, 129, 5}, grid), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{3, 3, 2}));
+}
+
+static void testKernelParams() {
+  Manifest m;
+  fa::rt::parseManifest(withLine("head_dim_v", "head_dim_v 32"), "x.manifest",
+                        m);
+  fa::rt::TensorPointers t{0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+  std::vector<uint64_t> p = fa::rt::buildKernelParams(m, {16, 100, 7}, t);
+  // q, k, v, o: 2 + 1 + 2 * 3 each; lse: 2 + 1 + 2 * 2.
+  std::vector<uint64_t> expected = {
+      0x1000, 0x1000, 0, 16, 100, 64,  6400, 64, 1, // q [B, Tq, D]
+      0x2000, 0x2000, 0, 16, 7,   64,  448,  64, 1, // k [B, Tk, D]
+      0x3000, 0x3000, 0, 16, 7,   32,  224,  32, 1, // v [B, Tk, Dv]
+      0x4000, 0x4000, 0, 16, 100, 32,  3200, 32, 1, // o [B, Tq, Dv]
+      0x5000, 0x5000, 0, 16, 100, 100, 1,           // lse [B, Tq]
+  };
+  EXPECT_EQ(p.size(), 43u);
+  EXPECT(p == expected);
+
+  fa::rt::parseManifest(
+      withLine("params", "")
+          .replace(withLine("params", "").find("has_lse 1"), 9, "has_lse 0"),
+      "x.manifest", m);
+  EXPECT(!m.hasLse);
+  p = fa::rt::buildKernelParams(m, {16, 100, 7}, t);
+  EXPECT_EQ(p.size(), 36u);
+  EXPECT(std::vector<uint64_t>(p.begin(), p.begin() + 9) ==
+         std::vector<uint64_t>(expected.begin(), expected.begin() + 9));
+
+  std::vector<uint64_t> general;
+  fa::rt::appendMemRefParams(general, 0xabc, 5, {2, 3}, {1, 2});
+  EXPECT(general == (std::vector<uint64_t>{0xabc, 0xabc, 5, 2, 3, 1, 2}));
+  EXPECT(fa::rt::rowMajorStrides({4, 5, 6}) ==
+         (std::vector<int64_t>{30, 6, 1}));
+}
+
+static void testHalfConversion() {
+  using fa::rt::floatToHalf;
+  using fa::rt::halfToFloat;
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65519.99f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00); // tie goes to even: infinity
+  EXPECT_EQ(floatToHalf(1e10f), 0x7c00);
+  EXPECT_EQ(floatToHalf(-std::numeric_limits<float>::infinity()), 0xfc00);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -14)), 0x0400); // smallest normal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie to even: 0
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -24)), 0x0002); // tie to even: 2
+  EXPECT_EQ(floatToHalf(std::ldexp(2.5f, -24)), 0x0002); // tie to even: 2
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -26)), 0x0000);
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);     // tie
+  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02); // tie
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)),
+            0x3c01);
+  EXPECT(std::isnan(halfToFloat(floatToHalf(std::nanf("")))));
+  EXPECT(std::isnan(halfToFloat(0x7c01)));
+  EXPECT_EQ(halfToFloat(0x7c00), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(halfToFloat(0x3555), 0.333251953125f);
+
+  // Every half: exact round trip, and the rounding boundaries to its upper
+  // neighbour: the midpoint goes to the even one, one float ulp either side
+  // to the nearer one.
+  int failures = 0;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    uint16_t bits = static_cast<uint16_t>(h);
+    float value = halfToFloat(bits);
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) { // NaN
+      failures +=
+          std::isnan(value) && (floatToHalf(value) & 0x7c00) == 0x7c00 ? 0 : 1;
+      continue;
+    }
+    failures += floatToHalf(value) == bits ? 0 : 1;
+    if ((h & 0x7fff) >= 0x7bff)
+      continue; // No finite upper neighbour (max finite handled above).
+    uint16_t upBits = static_cast<uint16_t>(h + 1);
+    float up = halfToFloat(upBits);
+    float mid = static_cast<float>((static_cast<double>(value) + up) / 2);
+    uint16_t even = (h & 1) ? upBits : bits;
+    failures += floatToHalf(mid) == even ? 0 : 1;
+    float below = std::nextafter(mid, value), above = std::nextafter(mid, up);
+    failures += floatToHalf(below) == bits ? 0 : 1;
+    failures += floatToHalf(above) == upBits ? 0 : 1;
+  }
+  EXPECT_EQ(failures, 0);
+
+#ifdef __FLT16_MAX__
+  // The compiler's own float -> _Float16 conversion (IEEE round to nearest
+  // even) on a spread of float bit patterns.
+  int mismatches = 0;
+  for (uint64_t bits = 0; bits < 0x100000000ull; bits += 1031) {
+    float value = bitsFloat(static_cast<uint32_t>(bits));
+    if (std::isnan(value))
+      continue;
+    _Float16 native = static_cast<_Float16>(value);
+    uint16_t nativeBits;
+    std::memcpy(&nativeBits, &native, sizeof(nativeBits));
+    mismatches += floatToHalf(value) == nativeBits ? 0 : 1;
+  }
+  EXPECT_EQ(mismatches, 0);
+#endif
+}
+
+static void testBFloat16Conversion() {
+  using fa::rt::bfloat16ToFloat;
+  using fa::rt::floatToBFloat16;
+  EXPECT_EQ(floatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(floatToBFloat16(-0.0f), 0x8000);
+  EXPECT_EQ(floatToBFloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80); // tie
+  EXPECT_EQ(floatToBFloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(floatToBFloat16(bitsFloat(0x7f7f7fff)), 0x7f7f);
+  EXPECT_EQ(floatToBFloat16(bitsFloat(0x7f7f8000)), 0x7f80); // tie: inf
+  EXPECT_EQ(floatToBFloat16(bitsFloat(0x00010000)), 0x0001); // subnormal
+  EXPECT_EQ(floatToBFloat16(bitsFloat(0x00008000)), 0x0000); // tie to even
+  EXPECT(std::isnan(bfloat16ToFloat(floatToBFloat16(bitsFloat(0x7f800001)))));
+  EXPECT(std::isnan(bfloat16ToFloat(floatToBFloat16(bitsFloat(0xffc00000)))));
+  EXPECT_EQ(bfloat16ToFloat(0x3fc0), 1.5f);
+
+  int failures = 0;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    uint16_t bits = static_cast<uint16_t>(h);
+    float value = bfloat16ToFloat(bits);
+    if (std::isnan(value)) {
+      failures += std::isnan(bfloat16ToFloat(floatToBFloat16(value))) ? 0 : 1;
+      continue;
+    }
+    failures += floatToBFloat16(value) == bits ? 0 : 1;
+    if ((h & 0x7fff) >= 0x7f7f)
+      continue;
+    uint16_t upBits = static_cast<uint16_t>(h + 1);
+    uint32_t midBits = (static_cast<uint32_t>(h) << 16) | 0x8000u;
+    uint16_t even = (h & 1) ? upBits : bits;
+    failures += floatToBFloat16(bitsFloat(midBits)) == even ? 0 : 1;
+    failures += floatToBFloat16(bitsFloat(midBits - 1)) == bits ? 0 : 1;
+    failures += floatToBFloat16(bitsFloat(midBits + 1)) == upBits ? 0 : 1;
+  }
+  EXPECT_EQ(failures, 0);
+
+  float in[3] = {1.0f, 0.1f, -3.0f};
+  uint16_t encoded[3];
+  float decoded[3];
+  fa::rt::encodeFloats(in, 3, FA_RT_DTYPE_BF16, encoded);
+  fa::rt::decodeFloats(encoded, 3, FA_RT_DTYPE_BF16, decoded);
+  EXPECT_EQ(decoded[1], fa::rt::roundToDtype(0.1f, FA_RT_DTYPE_BF16));
+  EXPECT_EQ(decoded[1], 0.10009765625f);
+}
+
+static void testReferenceHandComputed() {
+  // One query, two keys: scores scale * q.k = 0.5 * 2 * [0, 1] = [0, 1], so
+  // p = [1, e] / (1 + e), o = (v0 + e v1) / (1 + e), lse = log(1 + e).
+  fa::rt::AttentionShape s{1, 1, 2, 1, 2, 0.5, FA_RT_CAUSAL_NONE};
+  float q[] = {2}, k[] = {0, 1}, v[] = {1, -1, 3, 5};
+  double o[2], lse;
+  fa::rt::referenceAttention(s, q, k, v, o, &lse, 1);
+  const double e = std::exp(1.0);
+  EXPECT_NEAR(o[0], (1 + 3 * e) / (1 + e), 1e-15);
+  EXPECT_NEAR(o[1], (-1 + 5 * e) / (1 + e), 1e-15);
+  EXPECT_NEAR(lse, std::log(1 + e), 1e-15);
+
+  // Huge logits (1e4): no overflow, the max key wins.
+  float qBig[] = {100}, kBig[] = {100, 99};
+  fa::rt::AttentionShape big{1, 1, 2, 1, 2, 1.0, FA_RT_CAUSAL_NONE};
+  fa::rt::referenceAttention(big, qBig, kBig, v, o, &lse, 1);
+  EXPECT_NEAR(o[0], (1 + 3 * std::exp(-100.0)) / (1 + std::exp(-100.0)), 1e-15);
+  EXPECT_NEAR(lse, 1e4 + std::log1p(std::exp(-100.0)), 1e-9);
+}
+
+/// q = 0 makes every visible score 0: each o row is the mean of the visible
+/// v rows and lse = log(count).
+static void checkMeanRows(faRtCausal causal, int64_t tq, int64_t tk,
+                          const std::vector<double> &expectedO) {
+  fa::rt::AttentionShape s{1, tq, tk, 1, 1, 1.0, causal};
+  std::vector<float> q(tq, 0.0f), k(tk, 1.0f), v;
+  for (int64_t j = 0; j < tk; ++j)
+    v.push_back(static_cast<float>(std::pow(10.0, j)));
+  std::vector<double> o(tq), lse(tq);
+  fa::rt::referenceAttention(s, q.data(), k.data(), v.data(), o.data(),
+                             lse.data(), 2);
+  for (int64_t i = 0; i < tq; ++i) {
+    EXPECT_NEAR(o[i], expectedO[i], 1e-12);
+    int64_t count = fa::rt::visibleKeys(causal, i, tq, tk);
+    if (count == 0) {
+      EXPECT(std::isinf(lse[i]) && lse[i] < 0);
+      EXPECT_EQ(o[i], 0.0);
+    } else {
+      EXPECT_NEAR(lse[i], std::log(static_cast<double>(count)), 1e-12);
+    }
+  }
+}
+
+static void testReferenceCausal() {
+  using fa::rt::visibleKeys;
+  // Tq = 2, Tk = 3. top_left: row i sees keys 0..i.
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_TOP_LEFT, 0, 2, 3), 1);
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_TOP_LEFT, 1, 2, 3), 2);
+  // bottom_right: row i sees keys 0..i + Tk - Tq.
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_BOTTOM_RIGHT, 0, 2, 3), 2);
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_BOTTOM_RIGHT, 1, 2, 3), 3);
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_NONE, 0, 2, 3), 3);
+  // Tq = 3 > Tk = 2, bottom_right: row 0 sees nothing.
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_BOTTOM_RIGHT, 0, 3, 2), 0);
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_BOTTOM_RIGHT, 2, 3, 2), 2);
+  // top_left with Tq > Tk: the last rows see every key.
+  EXPECT_EQ(visibleKeys(FA_RT_CAUSAL_TOP_LEFT, 2, 3, 2), 2);
+
+  checkMeanRows(FA_RT_CAUSAL_NONE, 2, 3, {37, 37});
+  checkMeanRows(FA_RT_CAUSAL_TOP_LEFT, 2, 3, {1, 5.5});
+  checkMeanRows(FA_RT_CAUSAL_BOTTOM_RIGHT, 2, 3, {5.5, 37});
+  checkMeanRows(FA_RT_CAUSAL_BOTTOM_RIGHT, 3, 2, {0, 1, 5.5});
+  checkMeanRows(FA_RT_CAUSAL_TOP_LEFT, 3, 2, {1, 5.5, 5.5});
+  // Tq = 1 decode: bottom_right sees the whole cache, top_left one key.
+  checkMeanRows(FA_RT_CAUSAL_BOTTOM_RIGHT, 1, 3, {37});
+  checkMeanRows(FA_RT_CAUSAL_TOP_LEFT, 1, 3, {1});
+}
+
+static void testReferenceEmptyKeys() {
+  // Tk = 0: every row o = 0, lse = -inf, never NaN.
+  fa::rt::AttentionShape s{2, 3, 0, 4, 5, 0.5, FA_RT_CAUSAL_NONE};
+  std::vector<float> q(2 * 3 * 4, 1.0f);
+  std::vector<double> o(2 * 3 * 5, 42.0), lse(6, 42.0);
+  fa::rt::referenceAttention(s, q.data(), nullptr, nullptr, o.data(),
+                             lse.data(), 3);
+  for (double value : o)
+    EXPECT_EQ(value, 0.0);
+  for (double value : lse)
+    EXPECT(std::isinf(value) && value < 0);
+  // Empty batch or Tq = 0: nothing to do, nothing touched.
+  fa::rt::AttentionShape none{0, 3, 4, 4, 5, 0.5, FA_RT_CAUSAL_NONE};
+  fa::rt::referenceAttention(none, nullptr, nullptr, nullptr, nullptr, nullptr);
+}
+
+static void testReferenceInvariants() {
+  // Random data: joint K/V row permutation leaves non-causal o unchanged,
+  // and the thread count does not change a bit of the result.
+  const int64_t b = 3, tq = 37, tk = 29, d = 13, dv = 7;
+  std::mt19937_64 rng(1234);
+  std::normal_distribution<float> normal;
+  auto fill = [&](size_t n) {
+    std::vector<float> x(n);
+    for (float &value : x)
+      value = normal(rng);
+    return x;
+  };
+  std::vector<float> q = fill(b * tq * d), k = fill(b * tk * d),
+                     v = fill(b * tk * dv);
+  fa::rt::AttentionShape s{
+      b, tq, tk, d, dv, 1 / std::sqrt(13.0), FA_RT_CAUSAL_NONE};
+  std::vector<double> o1(b * tq * dv), l1(b * tq), o4(o1.size()), l4(l1.size());
+  fa::rt::referenceAttention(s, q.data(), k.data(), v.data(), o1.data(),
+                             l1.data(), 1);
+  fa::rt::referenceAttention(s, q.data(), k.data(), v.data(), o4.data(),
+                             l4.data(), 4);
+  EXPECT(o1 == o4);
+  EXPECT(l1 == l4);
+
+  std::vector<float> kp(k.size()), vp(v.size());
+  for (int64_t bb = 0; bb < b; ++bb)
+    for (int64_t j = 0; j < tk; ++j) {
+      int64_t from = (j * 7 + 3) % tk; // 7 is coprime to 29
+      std::copy_n(&k[(bb * tk + from) * d], d, &kp[(bb * tk + j) * d]);
+      std::copy_n(&v[(bb * tk + from) * dv], dv, &vp[(bb * tk + j) * dv]);
+    }
+  std::vector<double> op(o1.size()), lp(l1.size());
+  fa::rt::referenceAttention(s, q.data(), kp.data(), vp.data(), op.data(),
+                             lp.data(), 2);
+  double maxDiff = 0;
+  for (size_t i = 0; i < o1.size(); ++i)
+    maxDiff = std::max(maxDiff, std::fabs(o1[i] - op[i]));
+  for (size_t i = 0; i < l1.size(); ++i)
+    maxDiff = std::max(maxDiff, std::fabs(l1[i] - lp[i]));
+  EXPECT(maxDiff < 1e-12);
+}
+
+static void testFlops() {
+  fa::rt::AttentionShape s{2, 8, 8, 64, 64, 1.0, FA_RT_CAUSAL_NONE};
+  EXPECT_EQ(fa::rt::attentionFlops(s), 4.0 * 2 * 8 * 8 * 64);
+  s.causal = FA_RT_CAUSAL_TOP_LEFT; // 8 * 9 / 2 visible pairs
+  EXPECT_EQ(fa::rt::attentionFlops(s), 2.0 * 128 * 36 * 2);
+  s.headDimV = 32;
+  s.causal = FA_RT_CAUSAL_NONE;
+  EXPECT_EQ(fa::rt::attentionFlops(s), 2.0 * (64 + 32) * 64 * 2);
+}
+
+static void testNoDriver() {
+  // An explicit driver library that does not exist: a clean error, no
+  // crash, no fallback. (Set before any other driver use in this process.)
+  setenv("FA_RT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  EXPECT_EQ(faRtInit(0), FA_RT_ERROR_NO_DRIVER);
+  EXPECT(contains(faRtGetLastError(), "cannot load the CUDA driver library"));
+  faRtKernel kernel = reinterpret_cast<faRtKernel>(1);
+  EXPECT_EQ(faRtKernelLoad("/nonexistent/k.manifest", 0, &kernel),
+            FA_RT_ERROR_IO);
+  EXPECT(kernel == nullptr);
+  EXPECT_EQ(faRtKernelLaunch(nullptr, 0, 0, 0, 0, 0, 1, 1, 1, nullptr),
+            FA_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(faRtStatusName(FA_RT_ERROR_PTX_LOAD)),
+            "FA_RT_ERROR_PTX_LOAD");
+}
+
+int main() {
+  struct Test {
+    const char *name;
+    std::function<void()> run;
+  } tests[] = {
+      {"manifest-good", testManifestGood},
+      {"manifest-defaults", testManifestDefaultsAndForwardCompat},
+      {"manifest-malformed", testManifestMalformed},
+      {"manifest-file", testManifestFile},
+      {"launch-shape", testLaunchShape},
+      {"grid", testGrid},
+      {"kernel-params", testKernelParams},
+      {"half-conversion", testHalfConversion},
+      {"bfloat16-conversion", testBFloat16Conversion},
+      {"reference-hand-computed", testReferenceHandComputed},
+      {"reference-causal", testReferenceCausal},
+      {"reference-empty-keys", testReferenceEmptyKeys},
+      {"reference-invariants", testReferenceInvariants},
+      {"flops", testFlops},
+      {"no-driver", testNoDriver},
+  };
+  int failed = 0, count = 0;
+  for (const Test &test : tests) {
+    currentFailures = 0;
+    test.run();
+    ++count;
+    failed += currentFailures ? 1 : 0;
+    std::printf("%s %s\n", currentFailures ? "FAIL" : "PASS", test.name);
+  }
+  std::printf("%d tests, %d failed\n", count, failed);
+  return failed ? 1 : 0;
+}
