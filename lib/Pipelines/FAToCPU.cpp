@@ -24,6 +24,10 @@ void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;
   pm.addPass(createFATileAttention(tiling));
+  FATileAttentionBackwardOptions backwardTiling;
+  backwardTiling.blockM = options.blockM;
+  backwardTiling.blockN = options.blockN;
+  pm.addPass(createFATileAttentionBackward(backwardTiling));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

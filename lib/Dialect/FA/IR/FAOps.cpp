@@ -27,43 +27,59 @@ static bool dimsCompatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-static bool isSupportedFloat(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
+static bool isSupportedFloat(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32();
+}
 
-std::optional<double> AttentionOp::getStaticScale() {
-  if (std::optional<APFloat> s = getScale())
-    return s->convertToDouble();
-  int64_t d = getQ().getType().getShape().back();
+/// The scale applied to q k^T when statically known: `attr`, or 1/sqrt(D)
+/// when D (the last dim of `qTy`) is static.
+static std::optional<double> staticScale(std::optional<APFloat> attr,
+                                         RankedTensorType qTy) {
+  if (attr)
+    return attr->convertToDouble();
+  int64_t d = qTy.getShape().back();
   if (ShapedType::isDynamic(d) || d <= 0)
     return std::nullopt;
   return 1.0 / std::sqrt(static_cast<double>(d));
 }
 
-LogicalResult AttentionOp::verify() {
-  RankedTensorType qTy = getQ().getType();
-  RankedTensorType kTy = getK().getType();
-  RankedTensorType vTy = getV().getType();
+std::optional<double> AttentionOp::getStaticScale() {
+  return staticScale(getScale(), getQ().getType());
+}
+
+std::optional<double> AttentionBackwardOp::getStaticScale() {
+  return staticScale(getScale(), getQ().getType());
+}
+
+/// The rules on q, k and v shared by fa.attention and fa.attention_backward:
+/// one rank >= 2, one supported float element type, batch dims that agree,
+/// k's head dim that of q and v's length that of k.
+static LogicalResult verifyQKV(Operation *op, RankedTensorType qTy,
+                               RankedTensorType kTy, RankedTensorType vTy) {
   int64_t rank = qTy.getRank();
 
   // Ranks.
   if (rank < 2)
-    return emitOpError("expected q of rank >= 2 ([batch..., Tq, D]), got rank ")
+    return op->emitOpError(
+               "expected q of rank >= 2 ([batch..., Tq, D]), got rank ")
            << rank;
   if (kTy.getRank() != rank)
-    return emitOpError("expected k of rank ")
+    return op->emitOpError("expected k of rank ")
            << rank << " (the rank of q), got rank " << kTy.getRank();
   if (vTy.getRank() != rank)
-    return emitOpError("expected v of rank ")
+    return op->emitOpError("expected v of rank ")
            << rank << " (the rank of q), got rank " << vTy.getRank();
 
   // Element types.
   Type elt = qTy.getElementType();
   if (!isSupportedFloat(elt))
-    return emitOpError("expected q element type f16, bf16 or f32, got ") << elt;
+    return op->emitOpError("expected q element type f16, bf16 or f32, got ")
+           << elt;
   if (kTy.getElementType() != elt)
-    return emitOpError("expected k element type ")
+    return op->emitOpError("expected k element type ")
            << elt << " (that of q), got " << kTy.getElementType();
   if (vTy.getElementType() != elt)
-    return emitOpError("expected v element type ")
+    return op->emitOpError("expected v element type ")
            << elt << " (that of q), got " << vTy.getElementType();
 
   ArrayRef<int64_t> qs = qTy.getShape(), ks = kTy.getShape(),
@@ -73,21 +89,94 @@ LogicalResult AttentionOp::verify() {
   // Batch dims.
   for (int64_t i = 0; i < nb; ++i) {
     if (!dimsCompatible(qs[i], ks[i]))
-      return emitOpError("expected k batch dim ")
+      return op->emitOpError("expected k batch dim ")
              << i << " to be " << dimStr(qs[i]) << " (that of q), got "
              << dimStr(ks[i]);
     if (!dimsCompatible(qs[i], vs[i]))
-      return emitOpError("expected v batch dim ")
+      return op->emitOpError("expected v batch dim ")
              << i << " to be " << dimStr(qs[i]) << " (that of q), got "
              << dimStr(vs[i]);
   }
   // Head dim and key length.
   if (!dimsCompatible(qs[nb + 1], ks[nb + 1]))
-    return emitOpError("expected k head_dim ")
+    return op->emitOpError("expected k head_dim ")
            << dimStr(qs[nb + 1]) << " (that of q), got " << dimStr(ks[nb + 1]);
   if (!dimsCompatible(ks[nb], vs[nb]))
-    return emitOpError("expected v seqlen ")
+    return op->emitOpError("expected v seqlen ")
            << dimStr(ks[nb]) << " (that of k), got " << dimStr(vs[nb]);
+  return success();
+}
+
+/// Checks the `scale` attribute: finite and positive when present.
+static LogicalResult verifyScale(Operation *op, std::optional<APFloat> scale) {
+  if (!scale)
+    return success();
+  double d = scale->convertToDouble();
+  if (!std::isfinite(d) || d <= 0.0)
+    return op->emitOpError("expected a finite, positive scale, got ") << d;
+  return success();
+}
+
+/// Checks a tensor named `name` (o, do, dq, dk, dv) whose element type must
+/// be `elt` (that of q) or f32 and whose shape must agree with `want`;
+/// `layout` names the dims in diagnostics, e.g. "[batch..., Tq, Dv]".
+static LogicalResult verifyTensorLike(Operation *op, StringRef name,
+                                      RankedTensorType ty, Type elt,
+                                      ArrayRef<int64_t> want,
+                                      StringRef layout) {
+  if (ty.getElementType() != elt && !ty.getElementType().isF32())
+    return op->emitOpError("expected ")
+           << name << " element type " << elt << " (that of q) or f32, got "
+           << ty.getElementType();
+  int64_t rank = want.size();
+  if (ty.getRank() != rank)
+    return op->emitOpError("expected ")
+           << name << " of rank " << rank << " (" << layout << "), got rank "
+           << ty.getRank();
+  for (int64_t i = 0; i < rank; ++i)
+    if (!dimsCompatible(ty.getShape()[i], want[i]))
+      return op->emitOpError("expected ")
+             << name << " dim " << i << " to be " << dimStr(want[i]) << " ("
+             << layout << "), got " << dimStr(ty.getShape()[i]);
+  return success();
+}
+
+/// Checks lse: f32 of shape [batch..., Tq], the leading dims of `qTy`.
+static LogicalResult verifyLse(Operation *op, RankedTensorType lTy,
+                               RankedTensorType qTy) {
+  if (!lTy.getElementType().isF32())
+    return op->emitOpError("expected lse element type f32, got ")
+           << lTy.getElementType();
+  int64_t rank = qTy.getRank();
+  if (lTy.getRank() != rank - 1)
+    return op->emitOpError("expected lse of rank ")
+           << rank - 1 << " ([batch..., Tq]), got rank " << lTy.getRank();
+  for (int64_t i = 0; i < rank - 1; ++i)
+    if (!dimsCompatible(lTy.getShape()[i], qTy.getShape()[i]))
+      return op->emitOpError("expected lse dim ")
+             << i << " to be " << dimStr(qTy.getShape()[i])
+             << " ([batch..., Tq]), got " << dimStr(lTy.getShape()[i]);
+  return success();
+}
+
+/// The shape [batch..., Tq, Dv] of o (and do): q's with v's last dim.
+static SmallVector<int64_t> outputShape(RankedTensorType qTy,
+                                        RankedTensorType vTy) {
+  SmallVector<int64_t> shape(qTy.getShape());
+  shape.back() = vTy.getShape().back();
+  return shape;
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType qTy = getQ().getType();
+  RankedTensorType kTy = getK().getType();
+  RankedTensorType vTy = getV().getType();
+  if (failed(verifyQKV(*this, qTy, kTy, vTy)))
+    return failure();
+  int64_t rank = qTy.getRank();
+  int64_t nb = rank - 2;
+  Type elt = qTy.getElementType();
+  ArrayRef<int64_t> qs = qTy.getShape(), ks = kTy.getShape();
 
   // Mask.
   if (Value mask = getMask()) {
@@ -112,42 +201,46 @@ LogicalResult AttentionOp::verify() {
              << dimStr(ms[nb + 1]) << "]";
   }
 
-  // Scale.
-  if (std::optional<APFloat> s = getScale()) {
-    double d = s->convertToDouble();
-    if (!std::isfinite(d) || d <= 0.0)
-      return emitOpError("expected a finite, positive scale, got ") << d;
-  }
+  if (failed(verifyScale(*this, getScale())))
+    return failure();
 
   // Results.
-  auto oTy = cast<RankedTensorType>(getO().getType());
-  if (oTy.getElementType() != elt && !oTy.getElementType().isF32())
-    return emitOpError("expected o element type ")
-           << elt << " (that of q) or f32, got " << oTy.getElementType();
-  if (oTy.getRank() != rank)
-    return emitOpError("expected o of rank ")
-           << rank << " ([batch..., Tq, Dv]), got rank " << oTy.getRank();
-  ArrayRef<int64_t> os = oTy.getShape();
-  for (int64_t i = 0; i < rank; ++i) {
-    int64_t want = i == nb + 1 ? vs[nb + 1] : qs[i];
-    if (!dimsCompatible(os[i], want))
-      return emitOpError("expected o dim ")
-             << i << " to be " << dimStr(want) << " ([batch..., Tq, Dv]), got "
-             << dimStr(os[i]);
-  }
-  if (Value lse = getLse()) {
-    auto lTy = cast<RankedTensorType>(lse.getType());
-    if (!lTy.getElementType().isF32())
-      return emitOpError("expected lse element type f32, got ")
-             << lTy.getElementType();
-    if (lTy.getRank() != rank - 1)
-      return emitOpError("expected lse of rank ")
-             << rank - 1 << " ([batch..., Tq]), got rank " << lTy.getRank();
-    for (int64_t i = 0; i < rank - 1; ++i)
-      if (!dimsCompatible(lTy.getShape()[i], qs[i]))
-        return emitOpError("expected lse dim ")
-               << i << " to be " << dimStr(qs[i]) << " ([batch..., Tq]), got "
-               << dimStr(lTy.getShape()[i]);
-  }
+  if (failed(verifyTensorLike(*this, "o",
+                              cast<RankedTensorType>(getO().getType()), elt,
+                              outputShape(qTy, vTy), "[batch..., Tq, Dv]")))
+    return failure();
+  if (Value lse = getLse())
+    return verifyLse(*this, cast<RankedTensorType>(lse.getType()), qTy);
+  return success();
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  RankedTensorType qTy = getQ().getType();
+  RankedTensorType kTy = getK().getType();
+  RankedTensorType vTy = getV().getType();
+  if (failed(verifyQKV(*this, qTy, kTy, vTy)))
+    return failure();
+  Type elt = qTy.getElementType();
+  SmallVector<int64_t> oShape = outputShape(qTy, vTy);
+
+  // The forward's output, the output gradient and the logsumexp.
+  if (failed(verifyTensorLike(*this, "o", getO().getType(), elt, oShape,
+                              "[batch..., Tq, Dv]")) ||
+      failed(verifyTensorLike(*this, "do", getDout().getType(), elt, oShape,
+                              "[batch..., Tq, Dv]")) ||
+      failed(verifyLse(*this, getLse().getType(), qTy)) ||
+      failed(verifyScale(*this, getScale())))
+    return failure();
+
+  // Gradients: the shapes of q, k and v.
+  if (failed(verifyTensorLike(*this, "dq", getDq().getType(), elt,
+                              qTy.getShape(),
+                              "that of q, [batch..., Tq, D]")) ||
+      failed(verifyTensorLike(*this, "dk", getDk().getType(), elt,
+                              kTy.getShape(),
+                              "that of k, [batch..., Tk, D]")) ||
+      failed(verifyTensorLike(*this, "dv", getDv().getType(), elt,
+                              vTy.getShape(), "that of v, [batch..., Tk, Dv]")))
+    return failure();
   return success();
 }

@@ -15,6 +15,8 @@
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 
+#include "TileUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -36,88 +38,7 @@ using namespace mlir::fa;
 
 using utils::IteratorType;
 
-namespace {
-
-/// Builder state shared by the pieces of one tiled attention.
-struct TileBuilder {
-  OpBuilder &b;
-  Location loc;
-  Type f32;
-
-  TileBuilder(OpBuilder &b, Location loc)
-      : b(b), loc(loc), f32(b.getF32Type()) {}
-
-  Value cstF32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value cstIndex(int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  }
-  Value toF32(Value v) {
-    if (v.getType() == f32)
-      return v;
-    return arith::ExtFOp::create(b, loc, f32, v);
-  }
-
-  /// A tensor of f32 of the given sizes filled with `value`.
-  Value filled(ArrayRef<OpFoldResult> sizes, double value) {
-    Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
-    return linalg::FillOp::create(b, loc, cstF32(value), empty).getResult(0);
-  }
-
-  /// A rank-reduced 2-D slice `src[batch..., r0 : r0+rows, 0 : cols]`.
-  /// `batch` holds one index per leading dim of `src`.
-  Value slice2d(Value src, ValueRange batch, Value r0, Value rows) {
-    auto srcTy = cast<RankedTensorType>(src.getType());
-    int64_t rank = srcTy.getRank();
-    SmallVector<OpFoldResult> offsets, sizes,
-        strides(rank, b.getIndexAttr(1));
-    for (Value i : batch) {
-      offsets.push_back(i);
-      sizes.push_back(b.getIndexAttr(1));
-    }
-    offsets.push_back(r0);
-    offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(rows);
-    sizes.push_back(tensor::getMixedSize(b, loc, src, rank - 1));
-    auto resTy = RankedTensorType::get(
-        {ShapedType::kDynamic, srcTy.getShape().back()},
-        srcTy.getElementType());
-    return tensor::ExtractSliceOp::create(b, loc, resTy, src, offsets, sizes,
-                                          strides);
-  }
-
-  /// Inserts the 2-D (or, with `cols` null, 1-D) `tile` into `dest` at
-  /// `[batch..., r0, 0]`.
-  Value insert(Value tile, Value dest, ValueRange batch, Value r0, Value rows,
-               bool withCols) {
-    auto destTy = cast<RankedTensorType>(dest.getType());
-    int64_t rank = destTy.getRank();
-    SmallVector<OpFoldResult> offsets, sizes,
-        strides(rank, b.getIndexAttr(1));
-    for (Value i : batch) {
-      offsets.push_back(i);
-      sizes.push_back(b.getIndexAttr(1));
-    }
-    offsets.push_back(r0);
-    sizes.push_back(rows);
-    if (withCols) {
-      offsets.push_back(b.getIndexAttr(0));
-      sizes.push_back(tensor::getMixedSize(b, loc, dest, rank - 1));
-    }
-    return tensor::InsertSliceOp::create(b, loc, tile, dest, offsets, sizes,
-                                         strides);
-  }
-
-  AffineMap map(unsigned numDims, ArrayRef<unsigned> results) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned r : results)
-      exprs.push_back(b.getAffineDimExpr(r));
-    return AffineMap::get(numDims, 0, exprs, b.getContext());
-  }
-};
-
-} // namespace
+using tiling::TileBuilder;
 
 /// Builds the key/value loop body: one online-softmax update
 /// (m, l, acc) -> (m', l', acc') for the key block starting at `j0` of
@@ -136,23 +57,9 @@ buildKeyBlockUpdate(TileBuilder &tb, AttentionOp op, Value scale,
   Value vTile = tb.slice2d(op.getV(), batch, j0, cols);
 
   // s = q k^T, accumulated in f32. Loop dims (r, c, d).
-  Value sInit = tb.filled({rows, cols}, 0.0);
-  Value s =
-      linalg::GenericOp::create(
-          b, loc, sInit.getType(), ValueRange{qTile, kTile}, ValueRange{sInit},
-          ArrayRef<AffineMap>{tb.map(3, {0, 2}), tb.map(3, {1, 2}),
-                              tb.map(3, {0, 1})},
-          ArrayRef<IteratorType>{IteratorType::parallel,
-                                 IteratorType::parallel,
-                                 IteratorType::reduction},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            TileBuilder t(nb, nl);
-            Value prod = arith::MulFOp::create(nb, nl, t.toF32(args[0]),
-                                               t.toF32(args[1]));
-            linalg::YieldOp::create(
-                nb, nl, ValueRange{arith::AddFOp::create(nb, nl, args[2], prod)});
-          })
-          .getResult(0);
+  Value s = tb.contract(qTile, kTile, tb.filled({rows, cols}, 0.0),
+                        tb.map(3, {0, 2}), tb.map(3, {1, 2}),
+                        tb.map(3, {0, 1}));
 
   // The optional mask tile [rows, cols]; broadcast (size-1) batch dims read
   // index 0.
@@ -336,22 +243,8 @@ buildKeyBlockUpdate(TileBuilder &tb, AttentionOp op, Value scale,
                 nb, nl, ValueRange{arith::MulFOp::create(nb, nl, args[0], args[1])});
           })
           .getResult(0);
-  Value accNew =
-      linalg::GenericOp::create(
-          b, loc, acc.getType(), ValueRange{p, vTile}, ValueRange{accScaled},
-          ArrayRef<AffineMap>{tb.map(3, {0, 2}), tb.map(3, {2, 1}),
-                              tb.map(3, {0, 1})},
-          ArrayRef<IteratorType>{IteratorType::parallel,
-                                 IteratorType::parallel,
-                                 IteratorType::reduction},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            TileBuilder t(nb, nl);
-            Value prod =
-                arith::MulFOp::create(nb, nl, args[0], t.toF32(args[1]));
-            linalg::YieldOp::create(
-                nb, nl, ValueRange{arith::AddFOp::create(nb, nl, args[2], prod)});
-          })
-          .getResult(0);
+  Value accNew = tb.contract(p, vTile, accScaled, tb.map(3, {0, 2}),
+                             tb.map(3, {2, 1}), tb.map(3, {0, 1}));
   return {mNew, lNew, accNew};
 }
 
@@ -391,15 +284,7 @@ LogicalResult mlir::fa::tileAttention(RewriterBase &rewriter, AttentionOp op,
 
   // The scale: the attribute, or 1/sqrt(D) (computed at run time when D is
   // dynamic).
-  Value scale;
-  if (std::optional<double> s = op.getStaticScale()) {
-    scale = tb.cstF32(*s);
-  } else {
-    Value d = tensor::DimOp::create(b, loc, q, nb + 1);
-    Value di = arith::IndexCastOp::create(b, loc, b.getI64Type(), d);
-    Value df = arith::SIToFPOp::create(b, loc, f32, di);
-    scale = math::RsqrtOp::create(b, loc, df);
-  }
+  Value scale = tiling::buildScale(tb, op.getStaticScale(), q);
 
   // causalOffset: query i sees keys j <= i + causalOffset.
   Value causalOffset = tb.cstIndex(0);

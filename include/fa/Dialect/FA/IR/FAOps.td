@@ -7,7 +7,8 @@
 // The `fa` dialect: exact attention, softmax(scale * Q K^T + mask) V, as one
 // aggregate op whose lowerings never materialize the Tq x Tk score matrix
 // (FlashAttention: Dao et al., 2022, arXiv:2205.14135, Algorithm 1;
-// FlashAttention-2: Dao, 2023, arXiv:2307.08691, Algorithm 1).
+// FlashAttention-2: Dao, 2023, arXiv:2307.08691, Algorithm 1), and its
+// recompute-based backward (same paper, Algorithm 2).
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +141,117 @@ def FA_AttentionOp : FA_Op<"attention", [Pure]> {
     /// The scale applied to q k^T when it is statically known: the `scale`
     /// attribute, or 1/sqrt(D) when D is static. std::nullopt when the
     /// attribute is absent and D is dynamic.
+    std::optional<double> getStaticScale();
+    bool isCausal() { return getCausal() != ::mlir::fa::CausalKind::none; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// fa.attention_backward
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionBackwardOp : FA_Op<"attention_backward", [Pure]> {
+  let summary = "gradients of fa.attention, recomputed from the saved logsumexp";
+  let description = [{
+    Computes the gradients `dq`, `dk`, `dv` of `o = fa.attention(q, k, v)`
+    (same `scale` and `causal`, no mask) for the output gradient `do`, from
+    the forward's output `o` and its logsumexp `lse`. For every batch index
+    `b...` (the leading dims, typically `[B, H]`), with the batch indices
+    left out:
+
+    ```
+    s[i, j]  = scale * sum_d q[i, d] * k[j, d]      (-inf where causal hides j)
+    p[i, j]  = exp(s[i, j] - lse[i])                  (0 where s = -inf or lse = -inf)
+    delta[i] = sum_e do[i, e] * o[i, e]
+    dv[j, e] = sum_i p[i, j] * do[i, e]
+    dp[i, j] = sum_e do[i, e] * v[j, e]
+    ds[i, j] = p[i, j] * (dp[i, j] - delta[i])
+    dq[i, d] = scale * sum_j ds[i, j] * k[j, d]
+    dk[j, d] = scale * sum_i ds[i, j] * q[i, d]
+    ```
+
+    This is the recompute-based backward of FlashAttention-2 (Dao, 2023,
+    arXiv:2307.08691, Algorithm 2): nothing of size Tq x Tk is saved by the
+    forward; lowerings recompute `s` and `p` tile by tile from `lse`.
+
+    Operands (ranked tensors, rank >= 2, all of one rank):
+    - `q`: `[batch..., Tq, D]`, `k`: `[batch..., Tk, D]`,
+      `v`: `[batch..., Tk, Dv]`; element type f16, bf16 or f32, the same for
+      all three (the rules of `fa.attention`).
+    - `o`, `do` (the operand `dout` in C++): `[batch..., Tq, Dv]`, element
+      type that of `q` or f32: the forward's output and the gradient of the
+      loss with respect to it.
+    - `lse`: `[batch..., Tq]`, f32: the forward's natural-log logsumexp of
+      the scaled, masked scores of each row.
+
+    Results: `dq`, `dk`, `dv` with the shapes of `q`, `k`, `v`; each has the
+    element type of `q` or f32.
+
+    Attributes, as on `fa.attention` (they must be those of the forward):
+    - `scale` (optional, f64): defaults to `1/sqrt(D)`; finite and positive.
+    - `causal` (default `none`): `top_left` hides keys j > i,
+      `bottom_right` hides keys j > i + Tk - Tq.
+
+    Accumulation is in f32. A query row with no visible key (fully masked,
+    or Tk = 0; its `lse` is -inf) contributes nothing and gets `dq = 0`;
+    a key no query sees gets `dk = dv = 0`; never NaN.
+
+    How to obtain the operands: an `fa.attention` without a mask that also
+    produces its `lse` result supplies everything but `do`:
+    `%o, %lse = fa.attention %q, %k, %v ...` then
+    `fa.attention_backward %q, %k, %v, %o, %do, %lse ...` with the same
+    `scale` and `causal` (`mlir::fa::createAttentionBackward` in
+    `fa/Dialect/FA/Transforms/Transforms.h` builds it, adding the `lse`
+    result to the forward when it is missing).
+
+    Dims may be static or dynamic; the verifier checks every pair of dims
+    that are both static.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse
+        scale(0.125) causal(top_left)
+        : tensor<2x8x1024x64xbf16>, tensor<2x8x1024x64xbf16>,
+          tensor<2x8x1024x64xbf16>, tensor<2x8x1024x64xbf16>,
+          tensor<2x8x1024x64xbf16>, tensor<2x8x1024xf32>
+       -> tensor<2x8x1024x64xf32>, tensor<2x8x1024x64xf32>,
+          tensor<2x8x1024x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$q,
+    AnyRankedTensor:$k,
+    AnyRankedTensor:$v,
+    AnyRankedTensor:$o,
+    AnyRankedTensor:$dout,
+    AnyRankedTensor:$lse,
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<FA_CausalAttr, "::mlir::fa::CausalKind::none">:$causal
+  );
+  let results = (outs
+    AnyRankedTensor:$dq,
+    AnyRankedTensor:$dk,
+    AnyRankedTensor:$dv
+  );
+
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $o `,` $dout `,` $lse
+    (`scale` `(` $scale^ `)`)? (`causal` `(` $causal^ `)`)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `,` type($o) `,` type($dout) `,`
+    type($lse) `->` type($dq) `,` type($dk) `,` type($dv)
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// Number of leading batch dims (rank - 2).
+    int64_t getNumBatchDims() {
+      return getQ().getType().getRank() - 2;
+    }
+    /// The scale applied to q k^T when it is statically known (see
+    /// AttentionOp::getStaticScale).
     std::optional<double> getStaticScale();
     bool isCausal() { return getCausal() != ::mlir::fa::CausalKind::none; }
   }];

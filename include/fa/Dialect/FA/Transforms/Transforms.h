@@ -16,6 +16,7 @@ class RewritePatternSet;
 class RewriterBase;
 namespace fa {
 class AttentionOp;
+class AttentionBackwardOp;
 
 /// Block sizes of the online-softmax tiling.
 struct AttentionTilingOptions {
@@ -34,6 +35,31 @@ LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
 /// Adds the pattern that applies `tileAttention` to every fa.attention.
 void populateTileAttentionPatterns(RewritePatternSet &patterns,
                                    const AttentionTilingOptions &options);
+
+/// Replaces `op` by FlashAttention-2's recompute-based backward (Dao 2023,
+/// Algorithm 2) tiled on tensors: key/value blocks of `options.blockN` rows
+/// outer, query blocks of `options.blockM` rows inner. Fails, without
+/// changing the IR, when the op cannot be tiled with these options.
+LogicalResult tileAttentionBackward(RewriterBase &rewriter,
+                                    AttentionBackwardOp op,
+                                    const AttentionTilingOptions &options);
+
+/// Adds the pattern that applies `tileAttentionBackward` to every
+/// fa.attention_backward.
+void populateTileAttentionBackwardPatterns(
+    RewritePatternSet &patterns, const AttentionTilingOptions &options);
+
+/// Builds, after `forward`, the fa.attention_backward that computes the
+/// gradients of `forward`'s q, k and v for the output gradient `dO` (shape
+/// and element type of `forward`'s o, or f32 elements), with `forward`'s
+/// scale and causal attributes; the gradients get `gradElementType` (q's
+/// element type or f32). When `forward` has no lse result it is first
+/// replaced, through `rewriter`, by the same fa.attention that also produces
+/// lse. Fails, without changing the IR, when `forward` has a mask (the
+/// backward op takes none).
+FailureOr<AttentionBackwardOp>
+createAttentionBackward(RewriterBase &rewriter, AttentionOp forward, Value dO,
+                        Type gradElementType);
 
 } // namespace fa
 } // namespace mlir
