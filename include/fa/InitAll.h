@@ -7,6 +7,7 @@
 #ifndef FA_INITALL_H
 #define FA_INITALL_H
 
+#include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
@@ -25,6 +26,7 @@ inline void registerAllDialects(DialectRegistry &registry) {
 /// they parse from the command line and from textual pipelines.
 inline void registerAllPasses() {
   registerFAPasses();
+  registerFAConversionPasses();
   registerFAPipelines();
 }
 

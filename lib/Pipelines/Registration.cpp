@@ -16,4 +16,9 @@ void mlir::fa::registerFAPipelines() {
       "Tile fa.attention with the online softmax, bufferize and lower to the "
       "LLVM dialect for CPU execution (mlir-runner, ExecutionEngine)",
       buildFAToCPUPipeline);
+  PassPipelineRegistration<FAToPTXPipelineOptions>(
+      "fa-to-ptx",
+      "Lower each fa.attention to a FlashAttention GPU kernel, compile it to "
+      "PTX and write <kernel>.ptx and <kernel>.manifest to output-dir",
+      buildFAToPTXPipeline);
 }

@@ -10,6 +10,7 @@
 #include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
+#include <string>
 
 namespace mlir {
 class OpPassManager;
@@ -36,6 +37,49 @@ struct FAToCPUPipelineOptions
 /// the ExecutionEngine.
 void buildFAToCPUPipeline(OpPassManager &pm,
                           const FAToCPUPipelineOptions &options);
+
+/// Options of `fa-to-ptx`.
+struct FAToPTXPipelineOptions
+    : public PassPipelineOptions<FAToPTXPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("Target GPU architecture (sm_80, sm_90a, ...)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features of the NVVM target (the PTX ISA version)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<int64_t> blockM{
+      *this, "block-m",
+      llvm::cl::desc("Query rows per GPU block, also the threads per block "
+                     "(convert-fa-to-gpu)"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> blockN{
+      *this, "block-n",
+      llvm::cl::desc("Key/value rows per shared-memory tile "
+                     "(convert-fa-to-gpu)"),
+      llvm::cl::init(64)};
+  PassOptions::Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit holding nvvm/libdevice/libdevice.10.bc; "
+                     "empty: $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH, else the "
+                     "toolkit found at configure time"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> outputDir{
+      *this, "output-dir",
+      llvm::cl::desc("Directory receiving <kernel>.ptx and <kernel>.manifest "
+                     "(docs/ARTIFACTS.md); empty: write nothing"),
+      llvm::cl::init("")};
+};
+
+/// Builds `fa-to-ptx`: convert-fa-to-gpu (one kernel per fa.attention), the
+/// device half of upstream's `gpu-lower-to-nvvm-pipeline` (nvvm-attach-target,
+/// convert-gpu-to-nvvm, ...), gpu-module-to-binary with `format=isa` linking
+/// libdevice from the CUDA toolkit, then fa-export-kernels, which writes the
+/// PTX and manifest of each kernel to `output-dir`. The resulting module holds
+/// one gpu.binary per kernel.
+void buildFAToPTXPipeline(OpPassManager &pm,
+                          const FAToPTXPipelineOptions &options);
 
 /// Registers `fa-to-cpu` and `fa-to-ptx` with the global pipeline registry.
 void registerFAPipelines();

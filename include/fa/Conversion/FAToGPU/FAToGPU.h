@@ -1,0 +1,63 @@
+//===- FAToGPU.h - fa.attention to a GPU kernel -----------------*- C++ -*-===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers fa.attention to one gpu.func kernel per op (convert-fa-to-gpu) and
+// writes the PTX + manifest artifacts of docs/ARTIFACTS.md
+// (fa-export-kernels).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_CONVERSION_FATOGPU_FATOGPU_H
+#define FA_CONVERSION_FATOGPU_FATOGPU_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <cstdint>
+
+namespace mlir {
+namespace fa {
+class AttentionOp;
+
+#define GEN_PASS_DECL_CONVERTFATOGPU
+#define GEN_PASS_DECL_FAEXPORTKERNELS
+#include "fa/Conversion/Passes.h.inc"
+
+/// The top-level module attribute that maps each kernel name to its manifest
+/// dictionary (docs/ARTIFACTS.md keys, less `version`, `ptx` and `chip`).
+inline constexpr llvm::StringLiteral kManifestsAttrName = "fa.manifests";
+
+/// Block sizes of the GPU kernel.
+struct AttentionKernelOptions {
+  /// Query rows per GPU block, also the threads per block; in [1, 1024].
+  int64_t blockM = 64;
+  /// Key/value rows per shared-memory tile, > 0. Lowered, when needed, so that
+  /// the tiles fit in 48 KiB of static shared memory.
+  int64_t blockN = 64;
+};
+
+/// Builds, at the insertion point of `builder` (a block of a module), a
+/// `gpu.module @kernelName` holding the kernel `gpu.func @kernelName` that
+/// computes `op` (see the convert-fa-to-gpu description), and returns it with
+/// its launch manifest in `manifest`. Leaves `op` in place. Fails, emitting an
+/// error on `op` and building nothing, when the op is outside what the GPU
+/// lowering supports (mask operand, dynamic head dims).
+FailureOr<gpu::GPUModuleOp>
+buildAttentionKernel(OpBuilder &builder, AttentionOp op, StringRef kernelName,
+                     const AttentionKernelOptions &options,
+                     DictionaryAttr &manifest);
+
+/// Renders a manifest dictionary (as recorded by convert-fa-to-gpu) in the
+/// line format of docs/ARTIFACTS.md, with `version`, `ptx` (`<kernel>.ptx`)
+/// and `chip` added.
+std::string renderManifest(DictionaryAttr manifest, StringRef kernelName,
+                           StringRef chip);
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_CONVERSION_FATOGPU_FATOGPU_H

@@ -1,0 +1,188 @@
+//===- ExportKernels.cpp - write the PTX + manifest of each kernel ------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements `fa-export-kernels`: the last step of fa-to-ptx, writing
+// `<dir>/<kernel>.ptx` and `<dir>/<kernel>.manifest` (docs/ARTIFACTS.md) from
+// the gpu.binary ops and the manifests recorded by convert-fa-to-gpu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Conversion/FAToGPU/FAToGPU.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace fa {
+#define GEN_PASS_DEF_FAEXPORTKERNELS
+#include "fa/Conversion/Passes.h.inc"
+} // namespace fa
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fa;
+
+/// The manifest keys in the order of docs/ARTIFACTS.md; `version`, `kernel`,
+/// `ptx` and `chip` come first and are written separately. Other keys follow
+/// in alphabetical order.
+static constexpr llvm::StringLiteral kKeyOrder[] = {
+    "dtype",       "o_dtype",  "causal",   "scale",    "batch",
+    "batch_shape", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v",
+    "has_lse",     "block_m",  "block_n",  "threads",  "shared_bytes",
+    "params",      "grid"};
+
+/// Prints the value of a manifest entry: strings as is, integers in decimal,
+/// floats with enough digits to read back the same f32, arrays as
+/// space-separated values (an empty array prints nothing).
+static void printValue(llvm::raw_ostream &os, Attribute value) {
+  if (auto s = dyn_cast<StringAttr>(value)) {
+    os << s.getValue();
+  } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+    os << i.getInt();
+  } else if (auto f = dyn_cast<FloatAttr>(value)) {
+    os << llvm::format("%.9g", f.getValueAsDouble());
+  } else if (auto a = dyn_cast<ArrayAttr>(value)) {
+    llvm::interleave(
+        a, os, [&](Attribute e) { printValue(os, e); }, " ");
+  } else {
+    os << value;
+  }
+}
+
+std::string mlir::fa::renderManifest(DictionaryAttr manifest,
+                                     StringRef kernelName, StringRef chip) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto line = [&](StringRef key, Attribute value) {
+    os << key;
+    if (auto a = dyn_cast<ArrayAttr>(value); a && a.empty()) {
+      os << "\n";
+      return;
+    }
+    os << " ";
+    printValue(os, value);
+    os << "\n";
+  };
+  os << "# fa kernel manifest\n";
+  os << "version 1\n";
+  os << "kernel " << kernelName << "\n";
+  os << "ptx " << kernelName << ".ptx\n";
+  os << "chip " << chip << "\n";
+  for (StringRef key : kKeyOrder)
+    if (Attribute value = manifest.get(key))
+      line(key, value);
+  for (NamedAttribute entry : manifest) {
+    StringRef key = entry.getName().getValue();
+    if (key == "kernel" || llvm::is_contained(kKeyOrder, key))
+      continue;
+    line(key, entry.getValue());
+  }
+  return text;
+}
+
+/// Writes `contents` to `path`, or emits an error on `loc`.
+static LogicalResult writeFile(Location loc, StringRef path,
+                               StringRef contents) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (!ec) {
+    os << contents;
+    os.close();
+    ec = os.error();
+  }
+  if (ec)
+    return emitError(loc) << "fa-export-kernels: cannot write '" << path
+                          << "': " << ec.message();
+  return success();
+}
+
+namespace {
+
+struct FAExportKernelsPass
+    : fa::impl::FAExportKernelsBase<FAExportKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (outputDir.empty())
+      return;
+    ModuleOp module = getOperation();
+    auto manifests = module->getAttrOfType<DictionaryAttr>(kManifestsAttrName);
+    if (!manifests || manifests.empty()) {
+      module.emitError() << "fa-export-kernels: expected kernels recorded in '"
+                         << kManifestsAttrName
+                         << "' (run convert-fa-to-gpu first), found none";
+      return signalPassFailure();
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
+      module.emitError() << "fa-export-kernels: cannot create directory '"
+                         << outputDir << "': " << ec.message();
+      return signalPassFailure();
+    }
+
+    for (NamedAttribute entry : manifests) {
+      StringRef kernel = entry.getName().getValue();
+      auto manifest = dyn_cast<DictionaryAttr>(entry.getValue());
+      auto binary = dyn_cast_or_null<gpu::BinaryOp>(
+          SymbolTable::lookupSymbolIn(module, kernel));
+      if (!manifest || !binary) {
+        module.emitError() << "fa-export-kernels: expected a gpu.binary @"
+                           << kernel
+                           << " and its manifest dictionary (run "
+                              "gpu-module-to-binary first)";
+        return signalPassFailure();
+      }
+      // The PTX of the first NVVM object in assembly format.
+      gpu::ObjectAttr ptx;
+      for (Attribute attr : binary.getObjects()) {
+        auto object = dyn_cast<gpu::ObjectAttr>(attr);
+        if (object && object.getFormat() == gpu::CompilationTarget::Assembly &&
+            isa<NVVM::NVVMTargetAttr>(object.getTarget())) {
+          ptx = object;
+          break;
+        }
+      }
+      if (!ptx) {
+        binary.emitError() << "fa-export-kernels: expected an NVVM object in "
+                              "assembly (PTX) format, use "
+                              "gpu-module-to-binary format=isa";
+        return signalPassFailure();
+      }
+      StringRef chip = cast<NVVM::NVVMTargetAttr>(ptx.getTarget()).getChip();
+      // Some serializers keep a trailing NUL; PTX is text.
+      StringRef text = ptx.getObject().getValue().rtrim('\0');
+      // math.exp/math.log become libdevice calls; a PTX that still declares
+      // one as external would not load.
+      if (size_t pos = text.find("__nv_");
+          pos != StringRef::npos && text.contains(".extern .func")) {
+        binary.emitError()
+            << "fa-export-kernels: the PTX of @" << kernel
+            << " calls the libdevice function '"
+            << text.substr(pos).take_while(
+                   [](char c) { return llvm::isAlnum(c) || c == '_'; })
+            << "', which was not linked; name the CUDA toolkit holding "
+               "nvvm/libdevice/libdevice.10.bc (fa-to-ptx cuda-path=..., or "
+               "$CUDA_HOME)";
+        return signalPassFailure();
+      }
+
+      SmallString<256> ptxPath(outputDir), manifestPath(outputDir);
+      llvm::sys::path::append(ptxPath, kernel + ".ptx");
+      llvm::sys::path::append(manifestPath, kernel + ".manifest");
+      if (failed(writeFile(binary.getLoc(), ptxPath, text)) ||
+          failed(writeFile(binary.getLoc(), manifestPath,
+                           renderManifest(manifest, kernel, chip))))
+        return signalPassFailure();
+    }
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace

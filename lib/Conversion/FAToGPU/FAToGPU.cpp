@@ -1,0 +1,653 @@
+//===- FAToGPU.cpp - fa.attention to a FlashAttention GPU kernel --------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements `convert-fa-to-gpu`: every fa.attention becomes one gpu.module
+// with one kernel that computes the whole attention in one launch, following
+// the ABI of docs/ARTIFACTS.md. The kernel is deliberately simple (one thread
+// per query row, scalar f32 math, K/V tiles in shared memory); tensor cores
+// come later.
+//
+// Kernel structure (block = `block_m` threads, grid = (ceil(Tq / block_m),
+// batch)):
+//
+//   b   = block_id.y                 flattened batch index
+//   i0  = block_id.x * block_m       first query row of the block
+//   i   = i0 + thread_id.x           this thread's query row (valid if < Tq)
+//   qRow[:] = f32(q[b, i, :])        private memory
+//   acc[:] = 0; m = -inf; l = 0      f32, per row
+//   for j0 in [0, kvEnd) step block_n:         block-uniform trip count
+//     barrier; kTile, vTile = k, v[b, j0 : j0 + cols, :]; barrier
+//     if i < Tq: online-softmax update of (m, l, acc) with this tile
+//   if i < Tq: o[b, i, :] = acc / l (0 when l = 0); lse = m + log(l) (-inf)
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Conversion/FAToGPU/FAToGPU.h"
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/MapVector.h"
+
+#include <limits>
+
+namespace mlir {
+namespace fa {
+#define GEN_PASS_DEF_CONVERTFATOGPU
+#include "fa/Conversion/Passes.h.inc"
+} // namespace fa
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fa;
+
+/// Static shared memory a kernel may use without opting in at launch.
+static constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+
+namespace {
+
+/// The static facts of one fa.attention that shape its kernel. Dims are
+/// ShapedType::kDynamic when unknown at compile time.
+struct KernelShape {
+  Type elt;  // q/k/v element type
+  Type oElt; // o element type
+  SmallVector<int64_t> batchShape;
+  int64_t batch; // product of batchShape
+  int64_t tq, tk, d, dv;
+  bool hasLse;
+  CausalKind causal;
+  float scale;
+  int64_t blockM, blockN;
+};
+
+/// Builder state and small helpers for the kernel body.
+struct KernelBuilder {
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+
+  KernelBuilder(OpBuilder &b, Location loc)
+      : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value cstF32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value cstIndex(int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  Value toF32(Value v) {
+    if (v.getType() == f32)
+      return v;
+    return arith::ExtFOp::create(b, loc, f32, v);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxS(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value cmpI(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value isNegInf(Value x) {
+    return arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OEQ, x,
+        cstF32(-std::numeric_limits<double>::infinity()));
+  }
+  Value load(Value memref, ValueRange idx) {
+    return memref::LoadOp::create(b, loc, memref, idx);
+  }
+  void store(Value value, Value memref, ValueRange idx) {
+    memref::StoreOp::create(b, loc, value, memref, idx);
+  }
+};
+
+} // namespace
+
+/// The first static size among `dims`, or kDynamic.
+static int64_t staticDim(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims)
+    if (!ShapedType::isDynamic(d))
+      return d;
+  return ShapedType::kDynamic;
+}
+
+static StringRef typeName(Type t) {
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  return "f32";
+}
+
+/// Collects the facts of `op`; fails with an op error on what the GPU
+/// lowering does not support.
+static FailureOr<KernelShape>
+getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
+  if (op.getMask())
+    return op.emitOpError("fa-to-ptx does not support the mask operand yet");
+  if (options.blockM < 1 || options.blockM > 1024)
+    return op.emitOpError("expected block-m in [1, 1024] (it is the number "
+                          "of threads per block), got ")
+           << options.blockM;
+  if (options.blockN < 1)
+    return op.emitOpError("expected a positive block-n, got ")
+           << options.blockN;
+
+  KernelShape ks;
+  auto qTy = op.getQ().getType(), kTy = op.getK().getType(),
+       vTy = op.getV().getType();
+  auto oTy = cast<RankedTensorType>(op.getO().getType());
+  int64_t nb = op.getNumBatchDims();
+  ks.elt = qTy.getElementType();
+  ks.oElt = oTy.getElementType();
+  ks.batch = 1;
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t dim = staticDim({qTy.getDimSize(i), kTy.getDimSize(i),
+                             vTy.getDimSize(i), oTy.getDimSize(i)});
+    ks.batchShape.push_back(dim);
+    if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(ks.batch))
+      ks.batch = ShapedType::kDynamic;
+    else
+      ks.batch *= dim;
+  }
+  ks.tq = staticDim({qTy.getDimSize(nb), oTy.getDimSize(nb)});
+  ks.tk = staticDim({kTy.getDimSize(nb), vTy.getDimSize(nb)});
+  ks.d = staticDim({qTy.getDimSize(nb + 1), kTy.getDimSize(nb + 1)});
+  ks.dv = staticDim({vTy.getDimSize(nb + 1), oTy.getDimSize(nb + 1)});
+  if (ShapedType::isDynamic(ks.d) || ShapedType::isDynamic(ks.dv))
+    return op.emitOpError("fa-to-ptx expects static head dims, got D = ")
+           << (ShapedType::isDynamic(ks.d) ? std::string("?")
+                                           : std::to_string(ks.d))
+           << " and Dv = "
+           << (ShapedType::isDynamic(ks.dv) ? std::string("?")
+                                            : std::to_string(ks.dv));
+  if (ks.d < 1 || ks.dv < 1)
+    return op.emitOpError("expected positive head dims, got D = ")
+           << ks.d << " and Dv = " << ks.dv;
+  ks.hasLse = static_cast<bool>(op.getLse());
+  ks.causal = op.getCausal();
+  // D is static, so the scale is known (the attribute or 1/sqrt(D)).
+  ks.scale = static_cast<float>(*op.getStaticScale());
+
+  // K and V tiles of blockN rows each, in q's element type.
+  int64_t rowBytes = (ks.d + ks.dv) * (ks.elt.getIntOrFloatBitWidth() / 8);
+  int64_t maxBlockN = kMaxStaticSharedBytes / rowBytes;
+  if (maxBlockN < 1)
+    return op.emitOpError("expected one key and one value row (")
+           << rowBytes << " bytes) to fit in " << kMaxStaticSharedBytes
+           << " bytes of shared memory, got D = " << ks.d
+           << " and Dv = " << ks.dv;
+  ks.blockM = options.blockM;
+  ks.blockN = std::min(options.blockN, maxBlockN);
+  return ks;
+}
+
+/// The manifest facts of docs/ARTIFACTS.md that the kernel fixes.
+static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
+                                    StringRef kernelName) {
+  auto dim = [&](int64_t d) -> Attribute {
+    if (ShapedType::isDynamic(d))
+      return b.getStringAttr("?");
+    return b.getI64IntegerAttr(d);
+  };
+  SmallVector<Attribute> batchShape;
+  for (int64_t d : ks.batchShape)
+    batchShape.push_back(dim(d));
+  SmallVector<Attribute> params;
+  for (StringRef p : {"q", "k", "v", "o"})
+    params.push_back(b.getStringAttr(p));
+  if (ks.hasLse)
+    params.push_back(b.getStringAttr("lse"));
+
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("kernel", b.getStringAttr(kernelName)),
+      b.getNamedAttr("dtype", b.getStringAttr(typeName(ks.elt))),
+      b.getNamedAttr("o_dtype", b.getStringAttr(typeName(ks.oElt))),
+      b.getNamedAttr("causal", b.getStringAttr(stringifyCausalKind(ks.causal))),
+      b.getNamedAttr("scale", b.getF32FloatAttr(ks.scale)),
+      b.getNamedAttr("batch", dim(ks.batch)),
+      b.getNamedAttr("batch_shape", b.getArrayAttr(batchShape)),
+      b.getNamedAttr("seqlen_q", dim(ks.tq)),
+      b.getNamedAttr("seqlen_k", dim(ks.tk)),
+      b.getNamedAttr("head_dim", dim(ks.d)),
+      b.getNamedAttr("head_dim_v", dim(ks.dv)),
+      b.getNamedAttr("has_lse", b.getI64IntegerAttr(ks.hasLse ? 1 : 0)),
+      b.getNamedAttr("block_m", b.getI64IntegerAttr(ks.blockM)),
+      b.getNamedAttr("block_n", b.getI64IntegerAttr(ks.blockN)),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(ks.blockM)),
+      // Only static shared memory (the K/V tiles).
+      b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
+      b.getNamedAttr("params", b.getArrayAttr(params)),
+      b.getNamedAttr("grid", b.getStrArrayAttr(
+                                 {"ceil_div(seqlen_q,block_m)", "batch", "1"})),
+  };
+  return b.getDictionaryAttr(entries);
+}
+
+/// Copies rows [j0, j0 + cols) of `src[batch]` (a [batch, Tk, width] global
+/// memref) into rows [0, cols) of the shared `tile` ([blockN, width]). The
+/// blockM threads stride over the cols * width elements, so consecutive
+/// threads touch consecutive elements of a row (coalesced).
+static void buildTileCopy(KernelBuilder &kb, Value src, Value tile, Value batch,
+                          Value j0, Value cols, int64_t width, Value tid,
+                          Value numThreads) {
+  Value widthC = kb.cstIndex(width);
+  Value count = kb.mul(cols, widthC);
+  scf::ForOp::create(kb.b, kb.loc, tid, count, numThreads, ValueRange{},
+                     [&](OpBuilder &b, Location loc, Value idx, ValueRange) {
+                       KernelBuilder t(b, loc);
+                       // idx = r * width + c with r in [0, cols), c in [0,
+                       // width).
+                       Value r = arith::DivUIOp::create(b, loc, idx, widthC);
+                       Value c = arith::RemUIOp::create(b, loc, idx, widthC);
+                       Value x = t.load(src, {batch, t.add(j0, r), c});
+                       t.store(x, tile, {r, c});
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+/// Fills the kernel body. See the file header for the structure.
+static void buildKernelBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                            const KernelShape &ks) {
+  KernelBuilder kb(b, loc);
+  Type f32 = kb.f32;
+  constexpr double negInf = -std::numeric_limits<double>::infinity();
+
+  Value q = func.getArgument(0), k = func.getArgument(1),
+        v = func.getArgument(2), o = func.getArgument(3);
+  Value lse = ks.hasLse ? func.getArgument(4) : Value();
+  Value kTile = func.getWorkgroupAttributions()[0]; // [blockN, D]
+  Value vTile = func.getWorkgroupAttributions()[1]; // [blockN, Dv]
+  Value qRow = func.getPrivateAttributions()[0];    // [D] f32
+  Value acc = func.getPrivateAttributions()[1];     // [Dv] f32
+  Value sRow = func.getPrivateAttributions()[2];    // [blockN] f32
+
+  b.setInsertionPointToStart(&func.front());
+  Value c0 = kb.cstIndex(0), c1 = kb.cstIndex(1);
+  Value blockM = kb.cstIndex(ks.blockM), blockN = kb.cstIndex(ks.blockN);
+  Value dC = kb.cstIndex(ks.d), dvC = kb.cstIndex(ks.dv);
+  Value zero = kb.cstF32(0.0), ninf = kb.cstF32(negInf);
+  Value scale = kb.cstF32(ks.scale);
+
+  Value tq = memref::DimOp::create(b, loc, q, 1);
+  Value tk = memref::DimOp::create(b, loc, k, 1);
+  Value queryBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+
+  // i0: first query row of this block; row: this thread's query row. The
+  // last block may be ragged: rows past Tq only help with copies and
+  // barriers.
+  Value i0 = kb.mul(queryBlock, blockM);
+  Value row = kb.add(i0, tid);
+  Value rowValid = kb.cmpI(arith::CmpIPredicate::slt, row, tq);
+  Value rows = kb.minS(blockM, kb.sub(tq, i0));
+
+  // Query i sees keys j <= i + causalOffset (top_left: 0; bottom_right:
+  // Tk - Tq, may be negative).
+  Value causalOffset = c0;
+  if (ks.causal == CausalKind::bottom_right)
+    causalOffset = kb.sub(tk, tq);
+  // kvEnd: one past the last key any row of the block may see. Under causal
+  // that is the diagonal of the last row, i0 + rows - 1 + offset, plus one,
+  // clamped to [0, Tk]: key blocks entirely in the future are never visited.
+  Value kvEnd = tk;
+  if (ks.causal != CausalKind::none) {
+    Value end = kb.add(kb.add(i0, rows), causalOffset);
+    kvEnd = kb.minS(kb.maxS(end, c0), tk);
+  }
+
+  // Stage this thread's query row in private memory (f32) and clear acc.
+  scf::IfOp::create(b, loc, rowValid, [&](OpBuilder &ib, Location il) {
+    scf::ForOp::create(
+        ib, il, c0, dC, c1, ValueRange{},
+        [&](OpBuilder &fb, Location fl, Value d, ValueRange) {
+          KernelBuilder t(fb, fl);
+          t.store(t.toF32(t.load(q, {batch, row, d})), qRow, {d});
+          scf::YieldOp::create(fb, fl);
+        });
+    scf::YieldOp::create(ib, il);
+  });
+  scf::ForOp::create(b, loc, c0, dvC, c1, ValueRange{},
+                     [&](OpBuilder &fb, Location fl, Value e, ValueRange) {
+                       KernelBuilder t(fb, fl);
+                       t.store(zero, acc, {e});
+                       scf::YieldOp::create(fb, fl);
+                     });
+
+  // The key/value loop carries this row's running max m and running sum l.
+  // Its trip count depends only on the block, so every thread reaches the
+  // barriers the same number of times.
+  auto kvLoop = scf::ForOp::create(
+      b, loc, c0, kvEnd, blockN, ValueRange{ninf, zero},
+      [&](OpBuilder &lb, Location ll, Value j0, ValueRange carried) {
+        KernelBuilder t(lb, ll);
+        Value m = carried[0], l = carried[1];
+        // cols: rows of this key block (the last one may be ragged).
+        Value cols = t.minS(blockN, t.sub(kvEnd, j0));
+
+        // Every thread is done with the previous tiles; copy the next ones
+        // and wait until they are complete.
+        gpu::BarrierOp::create(lb, ll);
+        buildTileCopy(t, k, kTile, batch, j0, cols, ks.d, tid, blockM);
+        buildTileCopy(t, v, vTile, batch, j0, cols, ks.dv, tid, blockM);
+        gpu::BarrierOp::create(lb, ll);
+
+        auto update = scf::IfOp::create(
+            lb, ll, rowValid,
+            [&](OpBuilder &ub, Location ul) {
+              KernelBuilder u(ub, ul);
+
+              // sRow[c] = scale * q . k[j0 + c] for c < cols, hiding keys
+              // past the diagonal when `causalMask`; returns their max.
+              auto buildScores = [&](OpBuilder &sb, Location sl,
+                                     bool causalMask) -> Value {
+                KernelBuilder s(sb, sl);
+                auto loop = scf::ForOp::create(
+                    sb, sl, c0, cols, c1, ValueRange{s.cstF32(negInf)},
+                    [&](OpBuilder &cb, Location cl, Value c, ValueRange mx) {
+                      KernelBuilder w(cb, cl);
+                      auto dot = scf::ForOp::create(
+                          cb, cl, c0, dC, c1, ValueRange{w.cstF32(0.0)},
+                          [&](OpBuilder &db, Location dl, Value d,
+                              ValueRange sum) {
+                            KernelBuilder x(db, dl);
+                            Value qd = x.load(qRow, {d});
+                            Value kd = x.toF32(x.load(kTile, {c, d}));
+                            Value next = arith::AddFOp::create(
+                                db, dl, sum[0],
+                                arith::MulFOp::create(db, dl, qd, kd));
+                            scf::YieldOp::create(db, dl, next);
+                          });
+                      Value score = arith::MulFOp::create(
+                          cb, cl, dot.getResult(0), scale);
+                      if (causalMask) {
+                        // Key j0 + c is hidden from row when
+                        // j0 + c > row + causalOffset.
+                        Value hidden =
+                            w.cmpI(arith::CmpIPredicate::sgt, w.add(j0, c),
+                                   w.add(row, causalOffset));
+                        score = arith::SelectOp::create(
+                            cb, cl, hidden, w.cstF32(negInf), score);
+                      }
+                      w.store(score, sRow, {c});
+                      scf::YieldOp::create(cb, cl,
+                                           ValueRange{arith::MaximumFOp::create(
+                                               cb, cl, mx[0], score)});
+                    });
+                return loop.getResult(0);
+              };
+
+              Value blockMax;
+              if (ks.causal == CausalKind::none) {
+                blockMax = buildScores(ub, ul, /*causalMask=*/false);
+              } else {
+                // Only a block with a key past the diagonal of the block's
+                // first row needs the element-wise mask:
+                // j0 + cols - 1 > i0 + causalOffset.
+                Value lastKey = u.sub(u.add(j0, cols), c1);
+                Value straddles = u.cmpI(arith::CmpIPredicate::sgt, lastKey,
+                                         u.add(i0, causalOffset));
+                auto ifOp = scf::IfOp::create(
+                    ub, ul, straddles,
+                    [&](OpBuilder &tb, Location tl) {
+                      scf::YieldOp::create(tb, tl, buildScores(tb, tl, true));
+                    },
+                    [&](OpBuilder &eb, Location el) {
+                      scf::YieldOp::create(eb, el, buildScores(eb, el, false));
+                    });
+                blockMax = ifOp.getResult(0);
+              }
+
+              // m' = max(m, blockMax). alpha = exp(m - m') rescales the
+              // previous l and acc; it is forced to 0 while m = -inf (no
+              // visible key yet), never computing exp(-inf - (-inf)).
+              Value mNew = arith::MaximumFOp::create(ub, ul, m, blockMax);
+              Value alpha = arith::SelectOp::create(
+                  ub, ul, u.isNegInf(m), zero,
+                  math::ExpOp::create(ub, ul,
+                                      arith::SubFOp::create(ub, ul, m, mNew)));
+
+              // p = exp(s - m') in place of s (0 while m' = -inf: every key
+              // so far hidden), and its row sum.
+              Value mNewIsNegInf = u.isNegInf(mNew);
+              auto pLoop = scf::ForOp::create(
+                  ub, ul, c0, cols, c1, ValueRange{zero},
+                  [&](OpBuilder &pb, Location pl, Value c, ValueRange sum) {
+                    KernelBuilder w(pb, pl);
+                    Value s = w.load(sRow, {c});
+                    Value e = math::ExpOp::create(
+                        pb, pl, arith::SubFOp::create(pb, pl, s, mNew));
+                    Value p =
+                        arith::SelectOp::create(pb, pl, mNewIsNegInf, zero, e);
+                    w.store(p, sRow, {c});
+                    scf::YieldOp::create(
+                        pb, pl,
+                        ValueRange{arith::AddFOp::create(pb, pl, sum[0], p)});
+                  });
+              // l' = alpha * l + rowsum(p).
+              Value lNew = arith::AddFOp::create(
+                  ub, ul, arith::MulFOp::create(ub, ul, alpha, l),
+                  pLoop.getResult(0));
+
+              // acc'[e] = alpha * acc[e] + sum_c p[c] * v[j0 + c, e].
+              scf::ForOp::create(
+                  ub, ul, c0, dvC, c1, ValueRange{},
+                  [&](OpBuilder &eb, Location el, Value e, ValueRange) {
+                    KernelBuilder w(eb, el);
+                    Value init =
+                        arith::MulFOp::create(eb, el, w.load(acc, {e}), alpha);
+                    auto pv = scf::ForOp::create(
+                        eb, el, c0, cols, c1, ValueRange{init},
+                        [&](OpBuilder &cb, Location cl, Value c,
+                            ValueRange sum) {
+                          KernelBuilder x(cb, cl);
+                          Value p = x.load(sRow, {c});
+                          Value ve = x.toF32(x.load(vTile, {c, e}));
+                          Value next = arith::AddFOp::create(
+                              cb, cl, sum[0],
+                              arith::MulFOp::create(cb, cl, p, ve));
+                          scf::YieldOp::create(cb, cl, next);
+                        });
+                    w.store(pv.getResult(0), acc, {e});
+                    scf::YieldOp::create(eb, el);
+                  });
+              scf::YieldOp::create(ub, ul, ValueRange{mNew, lNew});
+            },
+            [&](OpBuilder &eb, Location el) {
+              scf::YieldOp::create(eb, el, ValueRange{m, l});
+            });
+        scf::YieldOp::create(lb, ll, update.getResults());
+      });
+  Value m = kvLoop.getResult(0), l = kvLoop.getResult(1);
+
+  // Epilogue: l = 0 exactly when the row saw no key (otherwise the key with
+  // the max score contributes exp(0) = 1), giving o = 0 and lse = -inf.
+  scf::IfOp::create(b, loc, rowValid, [&](OpBuilder &ib, Location il) {
+    KernelBuilder t(ib, il);
+    Value empty =
+        arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OEQ, l, zero);
+    scf::ForOp::create(ib, il, c0, dvC, c1, ValueRange{},
+                       [&](OpBuilder &fb, Location fl, Value e, ValueRange) {
+                         KernelBuilder w(fb, fl);
+                         Value div =
+                             arith::DivFOp::create(fb, fl, w.load(acc, {e}), l);
+                         Value r =
+                             arith::SelectOp::create(fb, fl, empty, zero, div);
+                         if (ks.oElt != f32)
+                           r = arith::TruncFOp::create(fb, fl, ks.oElt, r);
+                         w.store(r, o, {batch, row, e});
+                         scf::YieldOp::create(fb, fl);
+                       });
+    if (lse) {
+      Value logSum =
+          arith::AddFOp::create(ib, il, m, math::LogOp::create(ib, il, l));
+      t.store(arith::SelectOp::create(ib, il, empty, ninf, logSum), lse,
+              {batch, row});
+    }
+    scf::YieldOp::create(ib, il);
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
+    OpBuilder &builder, AttentionOp op, StringRef kernelName,
+    const AttentionKernelOptions &options, DictionaryAttr &manifest) {
+  FailureOr<KernelShape> maybeShape = getKernelShape(op, options);
+  if (failed(maybeShape))
+    return failure();
+  const KernelShape &ks = *maybeShape;
+  MLIRContext *ctx = builder.getContext();
+  Location loc = op.getLoc();
+  Type f32 = builder.getF32Type();
+
+  // Kernel arguments: rank-3 memrefs [batch, T, D] (lse [batch, Tq]) with a
+  // dynamic offset and dynamic strides, so the strides the launcher passes
+  // are the ones used.
+  auto globalType = [&](ArrayRef<int64_t> shape, Type elt) {
+    SmallVector<int64_t> strides(shape.size(), ShapedType::kDynamic);
+    return MemRefType::get(
+        shape, elt, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides));
+  };
+  SmallVector<Type> argTypes = {globalType({ks.batch, ks.tq, ks.d}, ks.elt),
+                                globalType({ks.batch, ks.tk, ks.d}, ks.elt),
+                                globalType({ks.batch, ks.tk, ks.dv}, ks.elt),
+                                globalType({ks.batch, ks.tq, ks.dv}, ks.oElt)};
+  if (ks.hasLse)
+    argTypes.push_back(globalType({ks.batch, ks.tq}, f32));
+
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto priv = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
+  SmallVector<Type> workgroupTypes = {
+      MemRefType::get({ks.blockN, ks.d}, ks.elt, MemRefLayoutAttrInterface(),
+                      workgroup),
+      MemRefType::get({ks.blockN, ks.dv}, ks.elt, MemRefLayoutAttrInterface(),
+                      workgroup)};
+  SmallVector<Type> privateTypes = {
+      MemRefType::get({ks.d}, f32, MemRefLayoutAttrInterface(), priv),
+      MemRefType::get({ks.dv}, f32, MemRefLayoutAttrInterface(), priv),
+      MemRefType::get({ks.blockN}, f32, MemRefLayoutAttrInterface(), priv)};
+
+  OpBuilder::InsertionGuard guard(builder);
+  auto gpuModule = gpu::GPUModuleOp::create(builder, loc, kernelName);
+  builder.setInsertionPointToStart(gpuModule.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
+                                     builder.getFunctionType(argTypes, {}),
+                                     workgroupTypes, privateTypes);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(ks.blockM), 1, 1}));
+  buildKernelBody(builder, loc, func, ks);
+
+  manifest = buildManifest(builder, ks, kernelName);
+  return gpuModule;
+}
+
+/// True for the ops a host function may hold for the pass to erase it.
+static bool isErasableHostOp(Operation *op) {
+  return isa<AttentionOp, func::ReturnOp>(op) ||
+         op->hasTrait<OpTrait::ConstantLike>();
+}
+
+namespace {
+
+struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    AttentionKernelOptions options;
+    options.blockM = blockM;
+    options.blockN = blockN;
+
+    // The fa.attention ops of each host function, in order.
+    llvm::MapVector<func::FuncOp, SmallVector<AttentionOp>> hosts;
+    bool failedAny = false;
+    module.walk([&](AttentionOp op) {
+      auto func = dyn_cast<func::FuncOp>(op->getParentOp());
+      if (!func || func->getParentOp() != module.getOperation()) {
+        op.emitOpError("expected to be directly in a func.func of the "
+                       "top-level module for the GPU lowering");
+        failedAny = true;
+        return;
+      }
+      hosts[func].push_back(op);
+    });
+    if (failedAny)
+      return signalPassFailure();
+
+    // Check every host before changing anything.
+    SymbolTable symbols(module);
+    for (auto &[func, ops] : hosts) {
+      WalkResult walk = func.walk([&](Operation *inner) {
+        if (inner == func.getOperation() || isErasableHostOp(inner))
+          return WalkResult::advance();
+        func.emitError() << "convert-fa-to-gpu erases the host function @"
+                         << func.getSymName()
+                         << ", expected it to hold only fa.attention, "
+                            "constants and func.return, got '"
+                         << inner->getName() << "'";
+        return WalkResult::interrupt();
+      });
+      if (walk.wasInterrupted()) {
+        failedAny = true;
+        continue;
+      }
+      if (!SymbolTable::symbolKnownUseEmpty(func, module)) {
+        func.emitError() << "convert-fa-to-gpu erases the host function @"
+                         << func.getSymName() << ", expected no uses of it";
+        failedAny = true;
+      }
+      for (size_t n = 0, e = ops.size(); n < e; ++n) {
+        if (failed(getKernelShape(ops[n], options)))
+          failedAny = true;
+        std::string name = (func.getSymName() + "_attention_" + Twine(n)).str();
+        if (symbols.lookup(name)) {
+          ops[n].emitOpError("expected no symbol named @")
+              << name << " (the kernel name) in the module";
+          failedAny = true;
+        }
+      }
+    }
+    if (failedAny)
+      return signalPassFailure();
+
+    OpBuilder builder(&getContext());
+    SmallVector<NamedAttribute> manifests;
+    if (auto existing =
+            module->getAttrOfType<DictionaryAttr>(kManifestsAttrName))
+      llvm::append_range(manifests, existing.getValue());
+    for (auto &[func, ops] : hosts) {
+      builder.setInsertionPoint(func);
+      for (auto [n, op] : llvm::enumerate(ops)) {
+        std::string name = (func.getSymName() + "_attention_" + Twine(n)).str();
+        DictionaryAttr manifest;
+        // Cannot fail: every op passed getKernelShape above.
+        if (failed(buildAttentionKernel(builder, op, name, options, manifest)))
+          return signalPassFailure();
+        manifests.push_back(builder.getNamedAttr(name, manifest));
+      }
+    }
+
+    for (auto &entry : hosts)
+      entry.first.erase();
+    module->setAttr(kManifestsAttrName,
+                    DictionaryAttr::get(&getContext(), manifests));
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+  }
+};
+
+} // namespace

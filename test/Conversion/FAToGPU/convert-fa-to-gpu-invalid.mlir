@@ -1,0 +1,64 @@
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu -verify-diagnostics
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-m=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKM
+
+// BLOCKM: error: 'fa.attention' op expected block-m in [1, 1024] (it is the number of threads per block), got 2048
+
+func.func @mask_rejected(%q: tensor<2x128x64xf16>, %k: tensor<2x128x64xf16>,
+                         %v: tensor<2x128x64xf16>, %m: tensor<2x128x128xi1>)
+    -> tensor<2x128x64xf16> {
+  // expected-error @below {{fa-to-ptx does not support the mask operand yet}}
+  %o = fa.attention %q, %k, %v mask(%m : tensor<2x128x128xi1>)
+      : tensor<2x128x64xf16>, tensor<2x128x64xf16>, tensor<2x128x64xf16>
+      -> tensor<2x128x64xf16>
+  return %o : tensor<2x128x64xf16>
+}
+
+// -----
+
+func.func @dynamic_head_dim(%q: tensor<2x128x?xf16>, %k: tensor<2x128x?xf16>,
+                            %v: tensor<2x128x64xf16>) -> tensor<2x128x64xf16> {
+  // expected-error @below {{fa-to-ptx expects static head dims, got D = ? and Dv = 64}}
+  %o = fa.attention %q, %k, %v scale(0.125)
+      : tensor<2x128x?xf16>, tensor<2x128x?xf16>, tensor<2x128x64xf16>
+      -> tensor<2x128x64xf16>
+  return %o : tensor<2x128x64xf16>
+}
+
+// -----
+
+// expected-error @below {{convert-fa-to-gpu erases the host function @host_with_other_ops, expected it to hold only fa.attention, constants and func.return, got 'arith.addf'}}
+func.func @host_with_other_ops(%q: tensor<128x64xf32>, %k: tensor<128x64xf32>,
+                               %v: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  %o = fa.attention %q, %k, %v
+      : tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>
+      -> tensor<128x64xf32>
+  %r = arith.addf %o, %o : tensor<128x64xf32>
+  return %r : tensor<128x64xf32>
+}
+
+// -----
+
+// expected-error @below {{convert-fa-to-gpu erases the host function @called_host, expected no uses of it}}
+func.func @called_host(%q: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  %o = fa.attention %q, %q, %q
+      : tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>
+      -> tensor<128x64xf32>
+  return %o : tensor<128x64xf32>
+}
+
+func.func @caller(%q: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  %o = func.call @called_host(%q) : (tensor<128x64xf32>) -> tensor<128x64xf32>
+  return %o : tensor<128x64xf32>
+}
+
+// -----
+
+func.func @name_clash(%q: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  // expected-error @below {{expected no symbol named @name_clash_attention_0 (the kernel name) in the module}}
+  %o = fa.attention %q, %q, %q
+      : tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>
+      -> tensor<128x64xf32>
+  return %o : tensor<128x64xf32>
+}
+
+func.func private @name_clash_attention_0()

@@ -1,0 +1,95 @@
+// fa-to-ptx: one gpu.binary of PTX per fa.attention, and with output-dir the
+// <kernel>.ptx and <kernel>.manifest of docs/ARTIFACTS.md.
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: fa-opt %s --fa-to-ptx | FileCheck %s --check-prefix=IR
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t/sm90" -o /dev/null
+// RUN: FileCheck %s --check-prefix=MANIFEST --match-full-lines --strict-whitespace < %t/sm90/main_attention_0.manifest
+// RUN: FileCheck %s --check-prefix=PTX90 --implicit-check-not=.extern < %t/sm90/main_attention_0.ptx
+// RUN: FileCheck %s --check-prefix=SECOND < %t/sm90/other_attention_0.manifest
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_80 block-m=128 block-n=32 output-dir=%t/sm80" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SM80 < %t/sm80/main_attention_0.manifest
+// RUN: FileCheck %s --check-prefix=PTX80 --implicit-check-not=.extern < %t/sm80/main_attention_0.ptx
+// RUN: not fa-opt %s --fa-to-ptx="output-dir=/dev/null/fa" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODIR
+
+// Without output-dir the pipeline only prints the module of gpu.binary ops.
+// IR-LABEL: module attributes
+// IR-SAME: fa.manifests
+// IR-NOT: func.func
+// IR-NOT: gpu.module
+// IR: gpu.binary @main_attention_0 [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx80">, {{.*}}assembly = "{{.*}}.entry main_attention_0
+// IR: gpu.binary @other_attention_0 [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx80">, {{.*}}assembly =
+
+// The example of docs/ARTIFACTS.md, line by line.
+//      MANIFEST:# fa kernel manifest
+// MANIFEST-NEXT:version 1
+// MANIFEST-NEXT:kernel main_attention_0
+// MANIFEST-NEXT:ptx main_attention_0.ptx
+// MANIFEST-NEXT:chip sm_90a
+// MANIFEST-NEXT:dtype bf16
+// MANIFEST-NEXT:o_dtype bf16
+// MANIFEST-NEXT:causal top_left
+// MANIFEST-NEXT:scale 0.125
+// MANIFEST-NEXT:batch 16
+// MANIFEST-NEXT:batch_shape 2 8
+// MANIFEST-NEXT:seqlen_q ?
+// MANIFEST-NEXT:seqlen_k ?
+// MANIFEST-NEXT:head_dim 64
+// MANIFEST-NEXT:head_dim_v 64
+// MANIFEST-NEXT:has_lse 1
+// MANIFEST-NEXT:block_m 64
+// MANIFEST-NEXT:block_n 64
+// MANIFEST-NEXT:threads 64
+// MANIFEST-NEXT:shared_bytes 0
+// MANIFEST-NEXT:params q k v o lse
+// MANIFEST-NEXT:grid ceil_div(seqlen_q,block_m) batch 1
+//  MANIFEST-NOT:{{.}}
+
+// libdevice is linked: no external function (__nv_expf, ...) is left
+// (--implicit-check-not on the RUN lines).
+// PTX90: .target sm_90a
+// PTX90: .visible .entry main_attention_0(
+// PTX90: .maxntid 64, 1, 1
+// PTX90: .shared
+// PTX90: bar.sync
+
+// SECOND: kernel other_attention_0
+// SECOND: dtype f16
+// SECOND: o_dtype f32
+// SECOND: causal bottom_right
+// SECOND: scale 0.0883883461
+// SECOND: batch ?
+// SECOND: batch_shape ?
+// SECOND: seqlen_q 256
+// SECOND: seqlen_k 512
+// SECOND: head_dim 128
+// SECOND: head_dim_v 128
+// SECOND: has_lse 0
+// SECOND: params q k v o
+// SECOND-NOT: lse
+
+// SM80: chip sm_80
+// SM80: block_m 128
+// SM80: block_n 32
+// SM80: threads 128
+
+// PTX80: .target sm_80
+// PTX80: .maxntid 128, 1, 1
+
+// NODIR: error: fa-export-kernels: cannot create directory '/dev/null/fa'
+
+func.func @main(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x8x?x64xbf16>,
+                %v: tensor<2x8x?x64xbf16>) -> (tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v scale(0.125) causal(top_left)
+      : tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>
+      -> tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
+  return %o, %lse : tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
+}
+
+func.func @other(%q: tensor<?x256x128xf16>, %k: tensor<?x512x128xf16>,
+                 %v: tensor<?x512x128xf16>) -> tensor<?x256x128xf32> {
+  %o = fa.attention %q, %k, %v causal(bottom_right)
+      : tensor<?x256x128xf16>, tensor<?x512x128xf16>, tensor<?x512x128xf16>
+      -> tensor<?x256x128xf32>
+  return %o : tensor<?x256x128xf32>
+}
