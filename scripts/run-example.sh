@@ -23,7 +23,12 @@ PTXAS=/usr/local/cuda/bin/ptxas
 if [ -x "$PTXAS" ]; then
   echo "== 2. ptxas -arch=sm_90a"
   for p in "$OUT_DIR"/*.ptx; do
-    "$PTXAS" -arch=sm_90a -v "$p" -o "${p%.ptx}.cubin" 2>&1 | grep -E "Used|spill|error" || true
+    if ! log=$("$PTXAS" -arch=sm_90a -v "$p" -o "${p%.ptx}.cubin" 2>&1); then
+      echo "$log" >&2
+      echo "error: ptxas rejected $p" >&2
+      exit 1
+    fi
+    echo "$log" | grep -E "Used|spill" || true
     echo "ptxas: $p OK"
   done
 else

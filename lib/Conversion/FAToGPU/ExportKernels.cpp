@@ -116,9 +116,12 @@ struct FAExportKernelsPass
     ModuleOp module = getOperation();
     auto manifests = module->getAttrOfType<DictionaryAttr>(kManifestsAttrName);
     if (!manifests || manifests.empty()) {
-      module.emitError() << "fa-export-kernels: expected kernels recorded in '"
-                         << kManifestsAttrName
-                         << "' (run convert-fa-to-gpu first), found none";
+      // A file with no attention: say so at the module, without dumping it.
+      mlir::emitError(module.getLoc())
+          << "no fa.attention in the input: nothing to compile (fa-to-ptx "
+             "turns each fa.attention into a kernel; fa-export-kernels reads "
+             "the kernels that convert-fa-to-gpu recorded in '"
+          << kManifestsAttrName << "')";
       return signalPassFailure();
     }
     if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
