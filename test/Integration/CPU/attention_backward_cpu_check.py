@@ -37,8 +37,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_cpu_check import (dense_hex, parse_prints,  # noqa: E402
-                                 reference, round_to, ttype)
+from attention_cpu_check import (BLOCKS, SHAPES, dense_hex,  # noqa: E402
+                                 parse_prints, reference, round_to, ttype)
+from attention_cpu_check import matrix as forward_matrix  # noqa: E402
 
 NEG_INF = float("-inf")
 
@@ -193,63 +194,33 @@ def run_config(cfg, rng, tools, tol):
         "; %d rows with no visible key" % masked if masked else "")
 
 
-SHAPES = [(64, 64, 16, 16), (100, 100, 32, 32), (128, 96, 64, 24),
-          (37, 53, 8, 11)]
-BLOCKS = [(32, 32), (16, 64), (7, 13)]
-NONSQUARE = [(3, 7), (7, 3), (1, 10), (10, 1)]
-
-
 def matrix(name):
+    """The forward's matrices (noncausal, causal, nonsquare-causal, dtypes),
+    plus masked-rows, which only the backward has."""
+    if name != "masked-rows":
+        return forward_matrix(name)
     cfgs = []
-    if name == "noncausal":
-        for tq, tk, d, dv in SHAPES:
-            for bl in BLOCKS:
-                cfgs.append(dict(shape=(2, tq, tk, d, dv), blocks=bl))
-    elif name == "causal":
-        for tq, tk, d, dv in SHAPES:
-            if tq != tk:
-                continue
-            for bl in BLOCKS:
-                for c in ("top_left", "bottom_right"):
-                    cfgs.append(dict(shape=(2, tq, tk, d, dv), blocks=bl,
-                                     causal=c))
-    elif name == "nonsquare-causal":
-        for tq, tk in NONSQUARE:
-            for bl in [(2, 3), (7, 13), (1, 1)]:
-                for c in ("top_left", "bottom_right"):
-                    cfgs.append(dict(shape=(2, tq, tk, 8, 5), blocks=bl,
-                                     causal=c))
-    elif name == "masked-rows":
-        # bottom_right with Tq > Tk: the first Tq - Tk query rows see no key
-        # (lse = -inf) and must get dq = 0; top_left with Tk > Tq: the last
-        # Tk - Tq keys are seen by no query and must get dk = dv = 0. Also
-        # the rectangular shapes of the main matrix under both alignments,
-        # and non-causal rows handed over with lse = -inf.
-        for bl in BLOCKS:
-            cfgs.append(dict(shape=(2, 40, 16, 8, 8), blocks=bl,
-                             causal="bottom_right"))
-            cfgs.append(dict(shape=(2, 16, 40, 8, 8), blocks=bl,
-                             causal="top_left"))
-        for tq, tk, d, dv in SHAPES:
-            if tq == tk:
-                continue
-            for c in ("top_left", "bottom_right"):
-                cfgs.append(dict(shape=(1, tq, tk, d, dv), blocks=(7, 13),
-                                 causal=c))
-        # Non-causal rows handed over with lse = -inf: p = 0 by the select,
-        # never exp(-inf - (-inf)).
-        for bl in BLOCKS:
-            cfgs.append(dict(shape=(2, 37, 53, 8, 11), blocks=bl,
-                             no_key_rows=5))
-    elif name == "dtypes":
-        # f16 and bf16 q, k, v, do with f32 gradients: the reference uses
-        # the same rounded inputs, so the f32 tolerance still holds.
-        for elt in ("f16", "bf16"):
-            for c in ("none", "top_left", "bottom_right"):
-                cfgs.append(dict(shape=(2, 45, 70, 32, 16), blocks=(16, 32),
-                                 causal=c, dtype=elt))
-    else:
-        raise SystemExit("error: unknown matrix '%s'" % name)
+    # bottom_right with Tq > Tk: the first Tq - Tk query rows see no key
+    # (lse = -inf) and must get dq = 0; top_left with Tk > Tq: the last
+    # Tk - Tq keys are seen by no query and must get dk = dv = 0. Also
+    # the rectangular shapes of the main matrix under both alignments,
+    # and non-causal rows handed over with lse = -inf.
+    for bl in BLOCKS:
+        cfgs.append(dict(shape=(2, 40, 16, 8, 8), blocks=bl,
+                         causal="bottom_right"))
+        cfgs.append(dict(shape=(2, 16, 40, 8, 8), blocks=bl,
+                         causal="top_left"))
+    for tq, tk, d, dv in SHAPES:
+        if tq == tk:
+            continue
+        for c in ("top_left", "bottom_right"):
+            cfgs.append(dict(shape=(1, tq, tk, d, dv), blocks=(7, 13),
+                             causal=c))
+    # Non-causal rows handed over with lse = -inf: p = 0 by the select,
+    # never exp(-inf - (-inf)).
+    for bl in BLOCKS:
+        cfgs.append(dict(shape=(2, 37, 53, 8, 11), blocks=bl,
+                         no_key_rows=5))
     return cfgs
 
 
