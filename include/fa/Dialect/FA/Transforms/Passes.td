@@ -100,4 +100,71 @@ def FATileAttentionBackward : Pass<"fa-tile-attention-backward"> {
   ];
 }
 
+def FARaiseAttention : Pass<"fa-raise-attention"> {
+  let summary = "Raise softmax(scale * Q K^T + mask) V chains to fa.attention";
+  let description = [{
+    Finds attention written out op by op, as frontends emit it
+    (torch-to-linalg, TOSA, hand-written linalg), and replaces it by one
+    `fa.attention` that computes the same function of the same inputs.
+
+    The match is anchored on the P V product and walks back:
+
+    - products: `linalg.matmul`, `linalg.batch_matmul` (with or without
+      transposing `indexing_maps`), any `linalg.generic` (or other linalg
+      op) whose body is `acc + ext?(a) * ext?(b)` over one reduction dim
+      with projected-permutation maps and a zero-filled init, and
+      `tosa.matmul` with zero zero-points;
+    - the softmax over the key axis: `linalg.softmax`, or max / sub / exp /
+      sum / div (or reciprocal and mul) as linalg generics (one step each or
+      several fused into one body), `linalg.reduce`, or TOSA ops
+      (`tosa.reduce_max`, `tosa.sub`, `tosa.exp`, `tosa.reduce_sum`,
+      `tosa.reciprocal`, `tosa.mul`); `maximumf` or `maxnumf`; max init
+      -inf or the lowest finite value; with or without the max subtraction;
+      float casts (upcast before, truncation after) anywhere in the chain;
+    - the scores: `alpha * (q k^T) + beta * mask` where scalings are
+      multiplications or divisions by positive constants (on the scores, or
+      on q or k when exact: a power of two or computed in f32), an additive
+      float mask tensor (broadcast over batch dims; it becomes the op's
+      mask, scaled by beta when beta != 1), an i1 keep-mask through a
+      select, and a causal mask: a select between the scores and -inf (or
+      the lowest finite value) on a `linalg.index` comparison that keeps
+      j <= i + c, or a constant 0 / -inf lower-triangular tensor added to
+      the scores; c = 0 gives `causal(top_left)`, c = Tk - Tq (static)
+      `causal(bottom_right)`;
+    - layouts: transposes (`linalg.transpose`, `tosa.transpose`, or the
+      products' indexing maps) and reshapes of batch dims
+      (`tensor.collapse_shape` / `expand_shape`, `tosa.reshape`) anywhere in
+      the chain. q, k, v are brought to `[batch..., T, D]` with
+      transpose / expand_shape; a batch dim that a reshape splits is split
+      in the fa.attention too, and merged back for the product's users.
+
+    The replacement has exactly the product's result type (converted,
+    transposed and reshaped as needed); the chain ops that die are erased.
+
+    Preconditions and what stays untouched: the chain must be on tensors;
+    no intermediate (scores, exponentials, sums, probabilities, the Q K^T
+    product) may have a user outside the chain, since fa.attention does not
+    produce it; the softmax must normalize over the key axis and the second
+    product contract it (a softmax over the query axis, or probabilities
+    transposed before the second product, are left alone); scales must be
+    finite positive constants and masks of the forms above. Rows that the
+    original masks completely (NaN there, from 0/0) give 0 in fa.attention.
+
+    With `explain=true`, every product that consumes an exp or softmax
+    result but is not raised gets a remark naming the condition that
+    failed.
+  }];
+  let options = [
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Emit a remark on every near-miss chain saying why it was not "
+           "raised">,
+  ];
+  let dependentDialects = [
+    "::mlir::fa::FADialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD

@@ -10,8 +10,10 @@
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
+#include <string>
 
 namespace mlir {
+class Operation;
 class RewritePatternSet;
 class RewriterBase;
 namespace fa {
@@ -60,6 +62,16 @@ void populateTileAttentionBackwardPatterns(
 FailureOr<AttentionBackwardOp>
 createAttentionBackward(RewriterBase &rewriter, AttentionOp forward, Value dO,
                         Type gradElementType);
+
+/// Raises the attention chain softmax(scale * Q K^T + mask) V that ends at
+/// the product `pvProduct` (a linalg contraction or tosa.matmul) to one
+/// fa.attention, replacing the product by a value of the same type and
+/// erasing the chain ops that die. Fails without changing the IR when the
+/// chain does not match; `why`, when given, then says which condition
+/// failed. See the description of `fa-raise-attention`.
+FailureOr<AttentionOp> raiseAttention(RewriterBase &rewriter,
+                                      Operation *pvProduct,
+                                      std::string *why = nullptr);
 
 } // namespace fa
 } // namespace mlir

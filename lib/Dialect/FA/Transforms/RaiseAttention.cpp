@@ -1,0 +1,826 @@
+//===- RaiseAttention.cpp - raise softmax(Q K^T) V chains to fa.attention ===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements `fa-raise-attention`. Anchored on the P V product, the pass walks
+// back through the softmax, the mask/scale/causal steps and the Q K^T
+// product (see RaiseAttentionMatchers.h), then builds one fa.attention on
+// q/k/v brought to `[batch..., T, D]` and hands the product's users the same
+// tensor the product produced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Dialect/FA/Transforms/Transforms.h"
+
+#include "RaiseAttentionMatchers.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <memory>
+
+namespace mlir {
+namespace fa {
+#define GEN_PASS_DEF_FARAISEATTENTION
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace fa
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::raise;
+
+namespace {
+
+/// A tensor and which logical dim each of its dims holds.
+struct ViewedValue {
+  Value value;
+  View view;
+};
+
+/// A matched attention chain: what the replacement is built from.
+struct AttentionMatch {
+  Contraction pv;
+  /// Labels of the P V product's result dims (whole batch dims, i, dv).
+  View oView;
+  int64_t numBatch = 0;
+  std::map<int64_t, BatchSplit> splits;
+  ViewedValue q, k, v;
+  std::optional<ViewedValue> mask;
+  double maskBeta = 1.0;
+  std::optional<ViewedValue> boolMask;
+  double scale = 1.0;
+  CausalKind causal = CausalKind::none;
+  /// Every op read through; erased once dead.
+  SmallVector<Operation *> cleanup;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Labels of canonical tensors
+//===----------------------------------------------------------------------===//
+
+/// The canonical batch dims: each batch dim of o, or its parts where a
+/// reshape in the chain split it.
+static SmallVector<Label> canonicalBatch(const AttentionMatch &m) {
+  SmallVector<Label> out;
+  for (int64_t b = 0; b < m.numBatch; ++b) {
+    auto it = m.splits.find(b);
+    int64_t n = it == m.splits.end() ? 1 : it->second.parts.size();
+    for (int64_t p = 0; p < n; ++p)
+      out.push_back(Label::batchDim(b, p, n));
+  }
+  return out;
+}
+
+/// The position in `target` where a dim labeled `l` goes, or -1.
+static int64_t targetPosition(const Label &l, ArrayRef<Label> target) {
+  for (auto [t, tl] : llvm::enumerate(target)) {
+    if (tl == l)
+      return t;
+    if (l.isWholeBatch() && tl.isBatch() && tl.batch == l.batch && tl.part == 0)
+      return t;
+  }
+  return -1;
+}
+
+/// True when `vv` can be brought to `target` by dropping unit dims,
+/// transposing and splitting batch dims (and, with `allowMissing`,
+/// inserting unit dims for the target dims it lacks).
+static bool canCanonicalize(const ViewedValue &vv, ArrayRef<Label> target,
+                            bool allowMissing) {
+  auto ty = cast<RankedTensorType>(vv.value.getType());
+  SmallVector<bool> covered(target.size(), false);
+  for (auto [d, l] : llvm::enumerate(vv.view)) {
+    if (l.kind == Label::Unit) {
+      if (ty.getDimSize(d) != 1)
+        return false;
+      continue;
+    }
+    int64_t t = targetPosition(l, target);
+    if (t < 0)
+      return false;
+    int64_t n = 1;
+    if (l.isWholeBatch() && target[t].numParts > 1)
+      n = target[t].numParts;
+    for (int64_t i = t; i < t + n; ++i) {
+      if (covered[i])
+        return false;
+      covered[i] = true;
+    }
+  }
+  return allowMissing || llvm::all_of(covered, [](bool c) { return c; });
+}
+
+/// The size of part `p` of batch dim `b`.
+static OpFoldResult partSize(OpBuilder &b, Location loc,
+                             const AttentionMatch &m, const Label &l) {
+  auto [src, dim] = m.splits.at(l.batch).parts[l.part];
+  auto ty = cast<RankedTensorType>(src.getType());
+  if (!ty.isDynamicDim(dim))
+    return b.getIndexAttr(ty.getDimSize(dim));
+  return tensor::DimOp::create(b, loc, src, dim).getResult();
+}
+
+static RankedTensorType typeOf(ArrayRef<OpFoldResult> sizes, Type elt) {
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : sizes)
+    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+  return RankedTensorType::get(shape, elt);
+}
+
+/// `v` transposed so that result dim i is dim `perm[i]` of `v`.
+static Value transpose(OpBuilder &b, Location loc, Value v,
+                       ArrayRef<int64_t> perm) {
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return v;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v);
+  SmallVector<OpFoldResult> permuted;
+  for (int64_t p : perm)
+    permuted.push_back(sizes[p]);
+  Value init = tensor::EmptyOp::create(b, loc, permuted,
+                                       getElementTypeOrSelf(v.getType()));
+  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+}
+
+/// Brings `vv` to the dims `target` (see canCanonicalize), inserting unit
+/// dims for missing target dims. Returns the value and, for each target dim,
+/// whether `vv` had it.
+static Value toCanonical(OpBuilder &b, Location loc, const AttentionMatch &m,
+                         const ViewedValue &vv, ArrayRef<Label> target,
+                         SmallVectorImpl<bool> *present = nullptr) {
+  Value v = vv.value;
+  auto ty = cast<RankedTensorType>(v.getType());
+  int64_t rank = ty.getRank();
+
+  // 1. Drop the unit (broadcast) dims.
+  SmallVector<int64_t> keep;
+  for (int64_t d = 0; d < rank; ++d)
+    if (vv.view[d].kind != Label::Unit)
+      keep.push_back(d);
+  View cur;
+  for (int64_t d : keep)
+    cur.push_back(vv.view[d]);
+  if (static_cast<int64_t>(keep.size()) != rank) {
+    SmallVector<ReassociationIndices> groups(keep.size());
+    size_t g = 0;
+    for (int64_t d = 0; d < rank && !keep.empty(); ++d) {
+      groups[std::min(g, keep.size() - 1)].push_back(d);
+      if (g < keep.size() && keep[g] == d)
+        ++g;
+    }
+    v = tensor::CollapseShapeOp::create(b, loc, v, groups);
+  }
+
+  // 2. Transpose into the target order.
+  SmallVector<int64_t> perm(cur.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  llvm::stable_sort(perm, [&](int64_t x, int64_t y) {
+    return targetPosition(cur[x], target) < targetPosition(cur[y], target);
+  });
+  v = transpose(b, loc, v, perm);
+  View sorted;
+  for (int64_t p : perm)
+    sorted.push_back(cur[p]);
+
+  // 3. Split batch dims into parts and insert the missing unit dims.
+  SmallVector<OpFoldResult> curSizes = tensor::getMixedSizes(b, loc, v);
+  SmallVector<ReassociationIndices> groups(sorted.size());
+  SmallVector<OpFoldResult> sizes;
+  if (present)
+    present->assign(target.size(), false);
+  size_t c = 0;
+  bool identity = sorted.size() == target.size();
+  for (auto [t, tl] : llvm::enumerate(target)) {
+    if (c < sorted.size() && sorted[c] == tl) {
+      groups[c++].push_back(t);
+      sizes.push_back(curSizes[c - 1]);
+    } else if (c < sorted.size() && sorted[c].isWholeBatch() && tl.isBatch() &&
+               tl.batch == sorted[c].batch && tl.numParts > 1) {
+      identity = false;
+      groups[c].push_back(t);
+      sizes.push_back(partSize(b, loc, m, tl));
+      if (tl.part == tl.numParts - 1)
+        ++c;
+    } else {
+      identity = false;
+      if (!sorted.empty())
+        groups[std::min(c, sorted.size() - 1)].push_back(t);
+      sizes.push_back(b.getIndexAttr(1));
+      continue;
+    }
+    if (present)
+      (*present)[t] = true;
+  }
+  if (identity)
+    return v;
+  // A unit dim that precedes the last group's dims must come first in it.
+  for (ReassociationIndices &g : groups)
+    llvm::sort(g);
+  return tensor::ExpandShapeOp::create(
+      b, loc, typeOf(sizes, getElementTypeOrSelf(v.getType())), v, groups,
+      sizes);
+}
+
+/// An elementwise generic that converts `v` to element type `elt`, then
+/// multiplies it by `factor` (when not 1).
+static Value convertElements(OpBuilder &b, Location loc, Value v, Type elt,
+                             double factor = 1.0) {
+  auto ty = cast<RankedTensorType>(v.getType());
+  if (ty.getElementType() == elt && factor == 1.0)
+    return v;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v);
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
+  AffineMap id = b.getMultiDimIdentityMap(ty.getRank());
+  SmallVector<utils::IteratorType> iters(ty.getRank(),
+                                         utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{v}, ValueRange{init},
+             ArrayRef<AffineMap>{id, id}, iters,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = args[0];
+               unsigned from = x.getType().getIntOrFloatBitWidth();
+               unsigned to = elt.getIntOrFloatBitWidth();
+               if (x.getType() != elt)
+                 x = from < to
+                         ? arith::ExtFOp::create(nb, nl, elt, x).getResult()
+                         : arith::TruncFOp::create(nb, nl, elt, x).getResult();
+               if (factor != 1.0)
+                 x = arith::MulFOp::create(
+                     nb, nl, x,
+                     arith::ConstantOp::create(nb, nl, elt,
+                                               nb.getFloatAttr(elt, factor)));
+               linalg::YieldOp::create(nb, nl, x);
+             })
+      .getResult(0);
+}
+
+/// Broadcasts the canonical mask `mask` ([batch'..., Tq', Tk'] with
+/// Tq' = 1 or Tk' = 1 where `present` says the dim was missing) to
+/// [batch'..., Tq, Tk], converting it to `elt` and scaling it by `factor`.
+static Value finishMask(OpBuilder &b, Location loc, Value mask,
+                        ArrayRef<bool> present, OpFoldResult tq,
+                        OpFoldResult tk, Type elt, double factor) {
+  auto ty = cast<RankedTensorType>(mask.getType());
+  int64_t rank = ty.getRank();
+  bool hasQ = present[rank - 2], hasK = present[rank - 1];
+  if (hasQ && hasK && ty.getElementType() == elt && factor == 1.0)
+    return mask;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, mask);
+  sizes[rank - 2] = tq;
+  sizes[rank - 1] = tk;
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
+  SmallVector<AffineExpr> in;
+  for (int64_t d = 0; d < rank; ++d)
+    in.push_back(((d == rank - 2 && !hasQ) || (d == rank - 1 && !hasK))
+                     ? b.getAffineConstantExpr(0)
+                     : b.getAffineDimExpr(d));
+  AffineMap inMap = AffineMap::get(rank, 0, in, b.getContext());
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{mask}, ValueRange{init},
+             ArrayRef<AffineMap>{inMap, id}, iters,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = args[0];
+               if (x.getType() != elt)
+                 x = arith::ExtFOp::create(nb, nl, elt, x);
+               if (factor != 1.0)
+                 x = arith::MulFOp::create(
+                     nb, nl, x,
+                     arith::ConstantOp::create(nb, nl, elt,
+                                               nb.getFloatAttr(elt, factor)));
+               linalg::YieldOp::create(nb, nl, x);
+             })
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Matching
+//===----------------------------------------------------------------------===//
+
+/// Labels of the loop dims of `c` when its result dims hold `outView` and
+/// its contracted dim holds `kLabel`; std::nullopt when a loop dim is
+/// neither written nor contracted.
+static std::optional<SmallVector<Label>>
+loopLabels(const Contraction &c, const View &outView, Label kLabel) {
+  SmallVector<std::optional<Label>> labels(c.numLoops);
+  for (unsigned r = 0; r < c.outMap.getNumResults(); ++r)
+    labels[c.outMap.getDimPosition(r)] = outView[r];
+  labels[c.kDim] = kLabel;
+  SmallVector<Label> out;
+  for (auto &l : labels) {
+    if (!l)
+      return std::nullopt;
+    out.push_back(*l);
+  }
+  return out;
+}
+
+static View operandView(AffineMap map, ArrayRef<Label> loops) {
+  View view;
+  for (unsigned r = 0; r < map.getNumResults(); ++r)
+    view.push_back(loops[map.getDimPosition(r)]);
+  return view;
+}
+
+/// Looks through exact upcasts and scalings by a constant of a product
+/// operand: returns the tensor to use and the factor to fold into the scale.
+/// A scaling is folded when it is exact (a power of two) or computed in f32.
+static std::pair<ViewedValue, double>
+lookThroughOperand(ChainEvaluator &ev, const ViewedValue &operand) {
+  const Expr *e = ev.eval(operand.value, operand.view);
+  double factor = 1.0;
+  auto isExact = [](double c, Type t) {
+    int exp;
+    return std::frexp(c, &exp) == 0.5 || (t && t.isF32());
+  };
+  while (true) {
+    if (e->kind == Expr::Leaf) {
+      if (llvm::any_of(e->view,
+                       [](const Label &l) { return l.kind == Label::Unit; }))
+        break;
+      return {ViewedValue{e->value, e->view}, factor};
+    }
+    if (e->kind == Expr::Cast) {
+      Type from = e->args[0]->type, to = e->type;
+      if (!from || !isa<FloatType>(from) || !isa<FloatType>(to) ||
+          from.getIntOrFloatBitWidth() >= to.getIntOrFloatBitWidth())
+        break;
+      e = e->args[0];
+      continue;
+    }
+    if (e->kind == Expr::Mul || e->kind == Expr::Div) {
+      const Expr *c = stripCasts(e->args[1]), *x = e->args[0];
+      if (e->kind == Expr::Mul && c->kind != Expr::Const) {
+        c = stripCasts(e->args[0]);
+        x = e->args[1];
+      }
+      if (c->kind != Expr::Const || !(c->cst > 0) || !std::isfinite(c->cst) ||
+          !isExact(c->cst, e->type))
+        break;
+      factor *= e->kind == Expr::Mul ? c->cst : 1.0 / c->cst;
+      e = x;
+      continue;
+    }
+    break;
+  }
+  return {operand, 1.0};
+}
+
+static bool isSupportedFloat(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32();
+}
+
+/// Matches the chain ending at the P V product `pv`. Sets `candidate` when
+/// the product consumes an exp or softmax result (a near miss is worth a
+/// remark), and `why` on failure.
+static std::optional<AttentionMatch>
+matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
+  candidate = false;
+  AttentionMatch m;
+  m.pv = pv;
+  std::unique_ptr<ChainEvaluator> ev;
+  const Expr *p = nullptr;
+  View vView;
+  Value vValue;
+  for (bool pIsLhs : {true, false}) {
+    AffineMap pMap = pIsLhs ? pv.lhsMap : pv.rhsMap;
+    AffineMap vMap = pIsLhs ? pv.rhsMap : pv.lhsMap;
+    SmallVector<std::optional<Label>> loops(pv.numLoops);
+    loops[pv.kDim] = Label::of(Label::Key);
+    int64_t numQ = 0, numV = 0, numBatch = 0;
+    bool ok = true;
+    View oView;
+    for (unsigned r = 0; r < pv.outMap.getNumResults(); ++r) {
+      unsigned d = pv.outMap.getDimPosition(r);
+      bool inP = pMap.isFunctionOfDim(d), inV = vMap.isFunctionOfDim(d);
+      if (inP && inV)
+        loops[d] = Label::batchDim(numBatch++);
+      else if (inP && numQ++ == 0)
+        loops[d] = Label::of(Label::Query);
+      else if (inV && numV++ == 0)
+        loops[d] = Label::of(Label::ValueHead);
+      else
+        ok = false;
+      if (ok)
+        oView.push_back(*loops[d]);
+    }
+    if (!ok || numQ != 1 || numV != 1 ||
+        llvm::any_of(loops, [](auto &l) { return !l; }))
+      continue;
+    SmallVector<Label> loopVec;
+    for (auto &l : loops)
+      loopVec.push_back(*l);
+    auto candidateEv = std::make_unique<ChainEvaluator>();
+    const Expr *candidateP =
+        candidateEv->eval(pIsLhs ? pv.lhs : pv.rhs, operandView(pMap, loopVec));
+    if (!containsExpOrSoftmax(candidateP))
+      continue;
+    ev = std::move(candidateEv);
+    p = candidateP;
+    m.oView = oView;
+    m.numBatch = numBatch;
+    vValue = pIsLhs ? pv.rhs : pv.lhs;
+    vView = operandView(vMap, loopVec);
+    break;
+  }
+  if (!p)
+    return std::nullopt;
+  candidate = true;
+  std::string pvName = pv.op->getName().getStringRef().str();
+
+  // The softmax and the scores.
+  auto probs = matchProbabilities(p, why);
+  if (!probs)
+    return std::nullopt;
+  auto scores = matchScores(probs->scores, why);
+  if (!scores)
+    return std::nullopt;
+  if (ev->splitError) {
+    why = *ev->splitError;
+    return std::nullopt;
+  }
+
+  // The q k^T product.
+  const Expr *product = scores->product;
+  std::string ignored;
+  Contraction qk = *matchContraction(product->value.getDefiningOp(), ignored);
+  if (llvm::any_of(product->view,
+                   [](const Label &l) { return l.kind == Label::Unit; })) {
+    why = "the scores broadcast the q k^T product";
+    return std::nullopt;
+  }
+  auto qkLoops = loopLabels(qk, product->view, Label::of(Label::Head));
+  if (!qkLoops) {
+    why = "the q k^T product has a loop dim that is neither written nor "
+          "contracted";
+    return std::nullopt;
+  }
+  View lhsView = operandView(qk.lhsMap, *qkLoops);
+  View rhsView = operandView(qk.rhsMap, *qkLoops);
+  bool lhsIsQ = llvm::any_of(
+      lhsView, [](const Label &l) { return l.kind == Label::Query; });
+  ViewedValue qOperand{lhsIsQ ? qk.lhs : qk.rhs, lhsIsQ ? lhsView : rhsView};
+  ViewedValue kOperand{lhsIsQ ? qk.rhs : qk.lhs, lhsIsQ ? rhsView : lhsView};
+  if (!llvm::any_of(kOperand.view,
+                    [](const Label &l) { return l.kind == Label::Key; }) ||
+      llvm::any_of(kOperand.view,
+                   [](const Label &l) { return l.kind == Label::Query; })) {
+    why = "the first product is not q k^T (its operands do not hold the "
+          "query and the key axis apart)";
+    return std::nullopt;
+  }
+
+  // The chain must be free of other users.
+  llvm::SetVector<Operation *> chain(ev->getVisited().begin(),
+                                     ev->getVisited().end());
+  chain.insert(qk.op);
+  for (Operation *op : chain)
+    for (Operation *user : op->getUsers())
+      if (user != pv.op && !chain.contains(user)) {
+        why = "the result of '" + op->getName().getStringRef().str() +
+              "' in the attention chain has another user ('" +
+              user->getName().getStringRef().str() + "')";
+        return std::nullopt;
+      }
+
+  // q, k, v, looking through exact upcasts and constant scalings.
+  auto [q, qFactor] = lookThroughOperand(*ev, qOperand);
+  auto [k, kFactor] = lookThroughOperand(*ev, kOperand);
+  m.q = q;
+  m.k = k;
+  // A scaled v is not foldable: only exact upcasts and layout changes are
+  // looked through.
+  auto [vLooked, vFactor] = lookThroughOperand(*ev, ViewedValue{vValue, vView});
+  m.v = vFactor == 1.0 ? vLooked : ViewedValue{vValue, vView};
+  if (ev->splitError) {
+    why = *ev->splitError;
+    return std::nullopt;
+  }
+  m.splits = ev->getSplits();
+  m.scale = scores->alpha * qFactor * kFactor;
+  if (!(m.scale > 0) || !std::isfinite(m.scale)) {
+    why = "the scale is not finite and positive";
+    return std::nullopt;
+  }
+
+  SmallVector<Label> batch = canonicalBatch(m);
+  auto with = [&](Label::Kind a, Label::Kind b) {
+    SmallVector<Label> t = batch;
+    t.push_back(Label::of(a));
+    t.push_back(Label::of(b));
+    return t;
+  };
+  if (!canCanonicalize(m.q, with(Label::Query, Label::Head), false) ||
+      !canCanonicalize(m.k, with(Label::Key, Label::Head), false) ||
+      !canCanonicalize(m.v, with(Label::Key, Label::ValueHead), false)) {
+    why = "q, k or v do not cover the batch dims of the output (a "
+          "broadcast operand)";
+    return std::nullopt;
+  }
+  for (const ViewedValue *x : {&m.q, &m.k, &m.v}) {
+    Type elt = getElementTypeOrSelf(x->value.getType());
+    if (!isSupportedFloat(elt)) {
+      why = "expected q, k and v of element type f16, bf16 or f32, got " +
+            std::string(llvm::isa<FloatType>(elt) ? "another float type"
+                                                  : "a non-float type");
+      return std::nullopt;
+    }
+  }
+
+  // Masks.
+  std::optional<int64_t> offset = scores->causalOffset;
+  if (scores->mask) {
+    const Expr *leaf = stripCasts(scores->mask);
+    if (auto c = matchCausalConstant(leaf)) {
+      if (offset) {
+        why = "the scores are causally masked twice";
+        return std::nullopt;
+      }
+      offset = c;
+    } else {
+      m.mask = ViewedValue{leaf->value, leaf->view};
+      m.maskBeta = scores->beta;
+      if (!canCanonicalize(*m.mask, with(Label::Query, Label::Key), true)) {
+        why = "the additive mask has a dim that is not a batch, query or "
+              "key dim";
+        return std::nullopt;
+      }
+    }
+  }
+  if (scores->boolMask) {
+    if (m.mask) {
+      why = "the scores take both an additive and an i1 mask";
+      return std::nullopt;
+    }
+    m.boolMask = ViewedValue{scores->boolMask->value, scores->boolMask->view};
+    if (!canCanonicalize(*m.boolMask, with(Label::Query, Label::Key), true)) {
+      why = "the i1 mask has a dim that is not a batch, query or key dim";
+      return std::nullopt;
+    }
+  }
+  if (offset) {
+    auto sTy = cast<RankedTensorType>(product->value.getType());
+    int64_t tq = ShapedType::kDynamic, tk = ShapedType::kDynamic;
+    for (auto [d, l] : llvm::enumerate(product->view)) {
+      if (l.kind == Label::Query)
+        tq = sTy.getDimSize(d);
+      if (l.kind == Label::Key)
+        tk = sTy.getDimSize(d);
+    }
+    if (*offset == 0) {
+      m.causal = CausalKind::top_left;
+    } else if (!ShapedType::isDynamic(tq) && !ShapedType::isDynamic(tk) &&
+               *offset == tk - tq) {
+      m.causal = CausalKind::bottom_right;
+    } else {
+      why = "the causal mask keeps keys j <= i + " + std::to_string(*offset) +
+            ", expected an offset of 0 (top_left) or Tk - Tq (bottom_right)";
+      return std::nullopt;
+    }
+  }
+
+  for (Operation *op : ev->getVisited())
+    m.cleanup.push_back(op);
+  m.cleanup.push_back(qk.op);
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Rewriting
+//===----------------------------------------------------------------------===//
+
+/// Replaces the P V product of `m` by fa.attention.
+static AttentionOp buildAttention(RewriterBase &rewriter, AttentionMatch &m) {
+  Operation *pvOp = m.pv.op;
+  Location loc = pvOp->getLoc();
+  for (Value operand : pvOp->getOperands())
+    if (Operation *def = operand.getDefiningOp())
+      m.cleanup.push_back(def);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(pvOp);
+  Operation *first = pvOp->getPrevNode();
+  Block *block = pvOp->getBlock();
+  OpBuilder &b = rewriter;
+
+  SmallVector<Label> batch = canonicalBatch(m);
+  auto with = [&](Label::Kind x, Label::Kind y) {
+    SmallVector<Label> t = batch;
+    t.push_back(Label::of(x));
+    t.push_back(Label::of(y));
+    return t;
+  };
+  Value q = toCanonical(b, loc, m, m.q, with(Label::Query, Label::Head));
+  Value k = toCanonical(b, loc, m, m.k, with(Label::Key, Label::Head));
+  Value v = toCanonical(b, loc, m, m.v, with(Label::Key, Label::ValueHead));
+  Type qElt = getElementTypeOrSelf(q.getType());
+  if (qElt != getElementTypeOrSelf(k.getType()) ||
+      qElt != getElementTypeOrSelf(v.getType())) {
+    qElt = b.getF32Type();
+    q = convertElements(b, loc, q, qElt);
+    k = convertElements(b, loc, k, qElt);
+    v = convertElements(b, loc, v, qElt);
+  }
+  int64_t rank = batch.size() + 2;
+  SmallVector<OpFoldResult> qSizes = tensor::getMixedSizes(b, loc, q);
+  SmallVector<OpFoldResult> kSizes = tensor::getMixedSizes(b, loc, k);
+  SmallVector<OpFoldResult> vSizes = tensor::getMixedSizes(b, loc, v);
+
+  Value mask;
+  if (m.mask || m.boolMask) {
+    const ViewedValue &mv = m.mask ? *m.mask : *m.boolMask;
+    SmallVector<bool> present;
+    Value canon =
+        toCanonical(b, loc, m, mv, with(Label::Query, Label::Key), &present);
+    Type elt = getElementTypeOrSelf(canon.getType());
+    double factor = m.mask ? m.maskBeta : 1.0;
+    if (m.mask && ((elt != qElt && !elt.isF32()) || factor != 1.0))
+      elt = b.getF32Type();
+    mask = finishMask(b, loc, canon, present, qSizes[rank - 2],
+                      kSizes[rank - 2], elt, factor);
+  }
+
+  // o in the canonical layout, in the product's element type when fa can
+  // produce it.
+  auto pvTy = cast<RankedTensorType>(m.pv.result.getType());
+  Type oElt = pvTy.getElementType();
+  if (oElt != qElt && !oElt.isF32())
+    oElt = b.getF32Type();
+  SmallVector<OpFoldResult> oSizes(qSizes.begin(), qSizes.end() - 1);
+  oSizes.push_back(vSizes.back());
+  SmallVector<Value> operands = {q, k, v};
+  if (mask)
+    operands.push_back(mask);
+  auto attention =
+      AttentionOp::create(b, loc, TypeRange{typeOf(oSizes, oElt)}, operands);
+  attention.setScaleAttr(b.getF64FloatAttr(m.scale));
+  attention.setCausal(m.causal);
+  Value o = attention.getO();
+
+  // Merge split batch dims, then transpose to the product's layout.
+  SmallVector<ReassociationIndices> groups;
+  int64_t d = 0;
+  for (int64_t bi = 0; bi < m.numBatch; ++bi) {
+    auto it = m.splits.find(bi);
+    int64_t n = it == m.splits.end() ? 1 : it->second.parts.size();
+    ReassociationIndices g;
+    for (int64_t p = 0; p < n; ++p)
+      g.push_back(d++);
+    groups.push_back(g);
+  }
+  groups.push_back({d++});
+  groups.push_back({d++});
+  if (static_cast<int64_t>(groups.size()) != rank)
+    o = tensor::CollapseShapeOp::create(b, loc, o, groups);
+  SmallVector<Label> whole;
+  for (int64_t bi = 0; bi < m.numBatch; ++bi)
+    whole.push_back(Label::batchDim(bi));
+  whole.push_back(Label::of(Label::Query));
+  whole.push_back(Label::of(Label::ValueHead));
+  SmallVector<int64_t> perm;
+  for (const Label &l : m.oView)
+    perm.push_back(targetPosition(l, whole));
+  o = transpose(b, loc, o, perm);
+  o = convertElements(b, loc, o, pvTy.getElementType());
+  if (o.getType() != pvTy)
+    o = tensor::CastOp::create(b, loc, pvTy, o);
+  rewriter.replaceOp(pvOp, o);
+
+  // Drop the size queries and reshapes built but not used.
+  SmallVector<Operation *> built;
+  for (Operation *op = first ? first->getNextNode() : &block->front();
+       op && op != o.getDefiningOp(); op = op->getNextNode())
+    built.push_back(op);
+  for (Operation *op : llvm::reverse(built))
+    if (op != attention && isOpTriviallyDead(op))
+      rewriter.eraseOp(op);
+
+  // A frontend that collapsed the batch dims around the product expands
+  // them right after it: a reshape of our collapse back to fa.attention's
+  // shape is the identity (both are row-major), so its users take o.
+  if (auto collapse = o.getDefiningOp<tensor::CollapseShapeOp>()) {
+    for (Operation *user : llvm::make_early_inc_range(o.getUsers())) {
+      if (!isa<tensor::ExpandShapeOp, tosa::ReshapeOp>(user) ||
+          user->getResult(0).getType() != collapse.getSrcType())
+        continue;
+      rewriter.replaceOp(user, collapse.getSrc());
+    }
+    if (collapse->use_empty())
+      rewriter.eraseOp(collapse);
+  }
+  return attention;
+}
+
+/// Adds to `work` the producers of the values `op` (and its regions) read.
+static void addProducers(Operation *op, llvm::SetVector<Operation *> &work,
+                         const DenseSet<Operation *> &erased) {
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (!erased.contains(def) && !op->isAncestor(def))
+          work.insert(def);
+  });
+}
+
+/// Erases the ops of `ops` (and the producers of what they read) that are
+/// dead, until none is.
+static void eraseDeadChain(RewriterBase &rewriter, ArrayRef<Operation *> ops,
+                           DenseSet<Operation *> &erased) {
+  llvm::SetVector<Operation *> work;
+  for (Operation *op : ops)
+    if (!erased.contains(op))
+      work.insert(op);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t i = 0; i < work.size(); ++i) {
+      Operation *op = work[i];
+      if (erased.contains(op) || !isOpTriviallyDead(op))
+        continue;
+      // Its producers may die with it.
+      addProducers(op, work, erased);
+      erased.insert(op);
+      rewriter.eraseOp(op);
+      changed = true;
+    }
+  }
+}
+
+FailureOr<AttentionOp> mlir::fa::raiseAttention(RewriterBase &rewriter,
+                                                Operation *pvProduct,
+                                                std::string *why) {
+  std::string reason;
+  auto pv = matchContraction(pvProduct, reason);
+  if (!pv) {
+    if (why)
+      *why = reason.empty() ? "not a product" : reason;
+    return failure();
+  }
+  bool candidate = false;
+  auto m = matchAttention(*pv, candidate, reason);
+  if (!m) {
+    if (why)
+      *why =
+          candidate ? reason : "the product does not consume a softmax result";
+    return failure();
+  }
+  AttentionOp result = buildAttention(rewriter, *m);
+  DenseSet<Operation *> erased;
+  eraseDeadChain(rewriter, m->cleanup, erased);
+  return result;
+}
+
+namespace {
+
+struct FARaiseAttentionPass
+    : fa::impl::FARaiseAttentionBase<FARaiseAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> products;
+    getOperation()->walk([&](Operation *op) {
+      std::string ignored;
+      if (matchContraction(op, ignored))
+        products.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    DenseSet<Operation *> erased;
+    for (Operation *op : products) {
+      if (erased.contains(op))
+        continue;
+      std::string ignored;
+      auto pv = matchContraction(op, ignored);
+      if (!pv)
+        continue;
+      bool candidate = false;
+      std::string why;
+      auto m = matchAttention(*pv, candidate, why);
+      if (!m) {
+        if (candidate && explain)
+          op->emitRemark() << "not raised to fa.attention: " << why;
+        continue;
+      }
+      erased.insert(op);
+      buildAttention(rewriter, *m);
+      eraseDeadChain(rewriter, m->cleanup, erased);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,38 @@
+// RUN: fa-opt %s --fa-raise-attention | FileCheck %s
+
+// Dynamic batch and sequence dims: [?, ?, D] through collapse/expand and a
+// named softmax; the reshape sizes come from tensor.dim.
+
+// CHECK-LABEL: func.func @dynamic_batch_seq
+// CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x32xf32>, %[[K:.+]]: tensor<?x4x?x32xf32>, %[[V:.+]]: tensor<?x4x?x32xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[K]], %[[V]] scale(0.17677{{[0-9]+}}) : tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32> -> tensor<?x4x?x32xf32>
+// CHECK: tensor.collapse_shape %[[O]] {{\[\[}}0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
+// CHECK-NOT: linalg.softmax
+func.func @dynamic_batch_seq(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<?x4x?x32xf32>) -> tensor<?x?x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 0.176776692 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
+  %bh = tensor.dim %qc, %c0 : tensor<?x?x32xf32>
+  %tq = tensor.dim %qc, %c1 : tensor<?x?x32xf32>
+  %tk = tensor.dim %kc, %c1 : tensor<?x?x32xf32>
+  %s0 = tensor.empty(%bh, %tq, %tk) : tensor<?x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<?x?x32xf32>, tensor<?x?x32xf32>) outs(%sz : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?x?xf32>
+  %p = linalg.softmax dimension(2) ins(%ss : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %o0 = tensor.empty(%bh, %tq) : tensor<?x?x32xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<?x?x?xf32>, tensor<?x?x32xf32>) outs(%oz : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  return %o : tensor<?x?x32xf32>
+}

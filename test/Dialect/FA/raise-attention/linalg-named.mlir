@@ -1,0 +1,142 @@
+// RUN: fa-opt %s --fa-raise-attention --split-input-file | FileCheck %s
+
+// Named products with the batch/head dims collapsed around them, K
+// transposed by linalg.transpose, the softmax as linalg.softmax, the scores
+// divided by a constant.
+
+// CHECK-LABEL: func.func @batch_matmul_collapsed_softmax
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x3x24x16xf32>, %[[K:.+]]: tensor<2x3x24x16xf32>, %[[V:.+]]: tensor<2x3x24x8xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[K]], %[[V]] scale(2.500000e-01) : tensor<2x3x24x16xf32>, tensor<2x3x24x16xf32>, tensor<2x3x24x8xf32> -> tensor<2x3x24x8xf32>
+// CHECK-NOT: linalg.softmax
+// CHECK-NOT: linalg.batch_matmul
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return %[[O]]
+func.func @batch_matmul_collapsed_softmax(%q: tensor<2x3x24x16xf32>, %k: tensor<2x3x24x16xf32>, %v: tensor<2x3x24x8xf32>) -> tensor<2x3x24x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c4 = arith.constant 4.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x24x16xf32> into tensor<6x24x16xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<2x3x24x16xf32> into tensor<6x24x16xf32>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x3x24x8xf32> into tensor<6x24x8xf32>
+  %kt0 = tensor.empty() : tensor<6x16x24xf32>
+  %kt = linalg.transpose ins(%kc : tensor<6x24x16xf32>) outs(%kt0 : tensor<6x16x24xf32>) permutation = [0, 2, 1]
+  %s0 = tensor.empty() : tensor<6x24x24xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x24x24xf32>) -> tensor<6x24x24xf32>
+  %s = linalg.batch_matmul ins(%qc, %kt : tensor<6x24x16xf32>, tensor<6x16x24xf32>) outs(%sz : tensor<6x24x24xf32>) -> tensor<6x24x24xf32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<6x24x24xf32>) outs(%s0 : tensor<6x24x24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.divf %a, %c4 : f32
+    linalg.yield %r : f32
+  } -> tensor<6x24x24xf32>
+  %p = linalg.softmax dimension(2) ins(%ss : tensor<6x24x24xf32>) outs(%s0 : tensor<6x24x24xf32>) -> tensor<6x24x24xf32>
+  %o0 = tensor.empty() : tensor<6x24x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x24x8xf32>) -> tensor<6x24x8xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<6x24x24xf32>, tensor<6x24x8xf32>) outs(%oz : tensor<6x24x8xf32>) -> tensor<6x24x8xf32>
+  %oe = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 3, 24, 8] : tensor<6x24x8xf32> into tensor<2x3x24x8xf32>
+  return %oe : tensor<2x3x24x8xf32>
+}
+
+// -----
+
+// 2-D linalg.matmul with K transposed through its indexing maps, no scale,
+// the softmax as reciprocal-and-multiply with maxnumf and a -FLT_MAX init.
+
+#id2 = affine_map<(i, j) -> (i, j)>
+#row2 = affine_map<(i, j) -> (i)>
+// CHECK-LABEL: func.func @matmul_transpose_b_maps
+// CHECK-SAME: (%[[Q:.+]]: tensor<20x12xf32>, %[[K:.+]]: tensor<33x12xf32>, %[[V:.+]]: tensor<33x10xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[K]], %[[V]] scale(1.000000e+00) : tensor<20x12xf32>, tensor<33x12xf32>, tensor<33x10xf32> -> tensor<20x10xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @matmul_transpose_b_maps(%q: tensor<20x12xf32>, %k: tensor<33x12xf32>, %v: tensor<33x10xf32>) -> tensor<20x10xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %s0 = tensor.empty() : tensor<20x33xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<20x33xf32>) -> tensor<20x33xf32>
+  %s = linalg.matmul indexing_maps = [affine_map<(i, j, d) -> (i, d)>, affine_map<(i, j, d) -> (j, d)>, affine_map<(i, j, d) -> (i, j)>]
+      ins(%q, %k : tensor<20x12xf32>, tensor<33x12xf32>) outs(%sz : tensor<20x33xf32>) -> tensor<20x33xf32>
+  %r0 = tensor.empty() : tensor<20xf32>
+  %mi = linalg.fill ins(%lowest : f32) outs(%r0 : tensor<20xf32>) -> tensor<20xf32>
+  %mx = linalg.reduce ins(%s : tensor<20x33xf32>) outs(%mi : tensor<20xf32>) dimensions = [1]
+    (%a: f32, %acc: f32) {
+      %r = arith.maxnumf %a, %acc : f32
+      linalg.yield %r : f32
+    }
+  %ex = linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %mx : tensor<20x33xf32>, tensor<20xf32>) outs(%s0 : tensor<20x33xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<20x33xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<20xf32>) -> tensor<20xf32>
+  %l = linalg.reduce ins(%ex : tensor<20x33xf32>) outs(%li : tensor<20xf32>) dimensions = [1]
+    (%a: f32, %acc: f32) {
+      %r = arith.addf %a, %acc : f32
+      linalg.yield %r : f32
+    }
+  %rl = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%l : tensor<20xf32>) outs(%r0 : tensor<20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.divf %one, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<20xf32>
+  %p = linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %rl : tensor<20x33xf32>, tensor<20xf32>) outs(%s0 : tensor<20x33xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<20x33xf32>
+  %o0 = tensor.empty() : tensor<20x10xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<20x10xf32>) -> tensor<20x10xf32>
+  %o = linalg.matmul ins(%p, %v : tensor<20x33xf32>, tensor<33x10xf32>) outs(%oz : tensor<20x10xf32>) -> tensor<20x10xf32>
+  return %o : tensor<20x10xf32>
+}
+
+// -----
+
+// batch_matmul with transposing indexing maps, the scale applied to Q
+// (0.25, exact), the softmax without the max subtraction, all steps fused
+// into two generics.
+
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+#row3 = affine_map<(b, i, j) -> (b, i)>
+// CHECK-LABEL: func.func @batch_matmul_scaled_q_no_max
+// CHECK-SAME: (%[[Q:.+]]: tensor<4x9x16xf32>, %[[K:.+]]: tensor<4x11x16xf32>, %[[V:.+]]: tensor<4x11x16xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[K]], %[[V]] scale(2.500000e-01) : tensor<4x9x16xf32>, tensor<4x11x16xf32>, tensor<4x11x16xf32> -> tensor<4x9x16xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @batch_matmul_scaled_q_no_max(%q: tensor<4x9x16xf32>, %k: tensor<4x11x16xf32>, %v: tensor<4x11x16xf32>) -> tensor<4x9x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %quarter = arith.constant 0.25 : f32
+  %qe = tensor.empty() : tensor<4x9x16xf32>
+  %qs = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%q : tensor<4x9x16xf32>) outs(%qe : tensor<4x9x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %quarter, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x9x16xf32>
+  %s0 = tensor.empty() : tensor<4x9x11xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<4x9x11xf32>) -> tensor<4x9x11xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qs, %k : tensor<4x9x16xf32>, tensor<4x11x16xf32>) outs(%sz : tensor<4x9x11xf32>) -> tensor<4x9x11xf32>
+  %r0 = tensor.empty() : tensor<4x9xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<4x9xf32>) -> tensor<4x9xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%s : tensor<4x9x11xf32>) outs(%li : tensor<4x9xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %e = math.exp %a : f32
+    %r = arith.addf %acc, %e : f32
+    linalg.yield %r : f32
+  } -> tensor<4x9xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %l : tensor<4x9x11xf32>, tensor<4x9xf32>) outs(%s0 : tensor<4x9x11xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %e = math.exp %a : f32
+    %r = arith.divf %e, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x9x11xf32>
+  %o0 = tensor.empty() : tensor<4x9x16xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<4x9x16xf32>) -> tensor<4x9x16xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<4x9x11xf32>, tensor<4x11x16xf32>) outs(%oz : tensor<4x9x16xf32>) -> tensor<4x9x16xf32>
+  return %o : tensor<4x9x16xf32>
+}

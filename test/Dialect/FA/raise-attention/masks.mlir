@@ -1,0 +1,231 @@
+// RUN: fa-opt %s --fa-raise-attention --split-input-file | FileCheck %s
+
+// Masks: an additive float mask broadcast over the batch dims, a causal
+// select on linalg.index (top_left and bottom_right), a constant
+// lower-triangular 0/-inf tensor, an i1 keep-mask.
+
+#qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
+#qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
+#qk_s = affine_map<(b, i, j, d) -> (b, i, j)>
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+#row3 = affine_map<(b, i, j) -> (b, i)>
+#mask2 = affine_map<(b, i, j) -> (i, j)>
+
+// CHECK-LABEL: func.func @additive_mask_broadcast
+// CHECK-SAME: (%[[Q:.+]]: tensor<3x10x8xf32>, %[[K:.+]]: tensor<3x14x8xf32>, %[[V:.+]]: tensor<3x14x6xf32>, %[[M:.+]]: tensor<10x14xf32>)
+// CHECK: %[[MM:.+]] = tensor.expand_shape %[[M]] {{\[\[}}0, 1], [2]] output_shape [1, 10, 14] : tensor<10x14xf32> into tensor<1x10x14xf32>
+// CHECK: fa.attention %[[Q]], %[[K]], %[[V]] mask(%[[MM]] : tensor<1x10x14xf32>) scale(5.000000e-01) : tensor<3x10x8xf32>, tensor<3x14x8xf32>, tensor<3x14x6xf32> -> tensor<3x10x6xf32>
+func.func @additive_mask_broadcast(%q: tensor<3x10x8xf32>, %k: tensor<3x14x8xf32>, %v: tensor<3x14x6xf32>, %mask: tensor<10x14xf32>) -> tensor<3x10x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %s0 = tensor.empty() : tensor<3x10x14xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<3x10x14xf32>) -> tensor<3x10x14xf32>
+  %s = linalg.batch_matmul indexing_maps = [#qk_q, #qk_k, #qk_s]
+      ins(%q, %k : tensor<3x10x8xf32>, tensor<3x14x8xf32>) outs(%sz : tensor<3x10x14xf32>) -> tensor<3x10x14xf32>
+  %sm = linalg.generic {indexing_maps = [#id3, #mask2, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %mask : tensor<3x10x14xf32>, tensor<10x14xf32>) outs(%s0 : tensor<3x10x14xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<3x10x14xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<3x10x14xf32>) outs(%s0 : tensor<3x10x14xf32>) -> tensor<3x10x14xf32>
+  %o0 = tensor.empty() : tensor<3x10x6xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<3x10x14xf32>, tensor<3x14x6xf32>) outs(%oz : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
+  return %o : tensor<3x10x6xf32>
+}
+
+// -----
+
+// A mask [B, 1, Tq, Tk] broadcast over heads through a constant-0 map; the
+// mask is added before the scale (so the op's mask is the scaled mask).
+
+#q4 = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#k4 = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#s4 = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#p4 = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#v4 = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#o4 = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id4 = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#mb4 = affine_map<(b, h, i, j) -> (b, 0, i, j)>
+// CHECK-LABEL: func.func @mask_per_batch_then_scale
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x1x9x9xf32>)
+// CHECK: %[[SM:.+]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[SM]] : tensor<2x1x9x9xf32>) scale(1.250000e-01)
+func.func @mask_per_batch_then_scale(%q: tensor<2x2x9x4xf32>, %k: tensor<2x2x9x4xf32>, %v: tensor<2x2x9x4xf32>, %mask: tensor<2x1x9x9xf32>) -> tensor<2x2x9x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c8 = arith.constant 8.0 : f32
+  %s0 = tensor.empty() : tensor<2x2x9x9xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x9x9xf32>) -> tensor<2x2x9x9xf32>
+  %s = linalg.generic {indexing_maps = [#q4, #k4, #s4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x2x9x4xf32>, tensor<2x2x9x4xf32>) outs(%sz : tensor<2x2x9x9xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x9x9xf32>
+  %sm = linalg.generic {indexing_maps = [#id4, #mb4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s, %mask : tensor<2x2x9x9xf32>, tensor<2x1x9x9xf32>) outs(%s0 : tensor<2x2x9x9xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %x = arith.addf %m, %a : f32
+    %r = arith.divf %x, %c8 : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x9x9xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x2x9x9xf32>) outs(%s0 : tensor<2x2x9x9xf32>) -> tensor<2x2x9x9xf32>
+  %o0 = tensor.empty() : tensor<2x2x9x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x2x9x4xf32>) -> tensor<2x2x9x4xf32>
+  %o = linalg.generic {indexing_maps = [#p4, #v4, #o4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x2x9x9xf32>, tensor<2x2x9x4xf32>) outs(%oz : tensor<2x2x9x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x9x4xf32>
+  return %o : tensor<2x2x9x4xf32>
+}
+
+// -----
+
+// Causal, top_left: select(j > i, -inf, s) on linalg.index, fused with the
+// scale.
+
+#qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
+#qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
+#qk_s = affine_map<(b, i, j, d) -> (b, i, j)>
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+// CHECK-LABEL: func.func @causal_select_top_left
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} scale(2.500000e-01) causal(top_left) : tensor<2x17x16xf32>, tensor<2x17x16xf32>, tensor<2x17x8xf32> -> tensor<2x17x8xf32>
+func.func @causal_select_top_left(%q: tensor<2x17x16xf32>, %k: tensor<2x17x16xf32>, %v: tensor<2x17x8xf32>) -> tensor<2x17x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.25 : f32
+  %s0 = tensor.empty() : tensor<2x17x17xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x17x17xf32>) -> tensor<2x17x17xf32>
+  %s = linalg.batch_matmul indexing_maps = [#qk_q, #qk_k, #qk_s]
+      ins(%q, %k : tensor<2x17x16xf32>, tensor<2x17x16xf32>) outs(%sz : tensor<2x17x17xf32>) -> tensor<2x17x17xf32>
+  %sm = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x17x17xf32>) outs(%s0 : tensor<2x17x17xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %future = arith.cmpi ugt, %j, %i : index
+    %x = arith.mulf %a, %scale : f32
+    %r = arith.select %future, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x17x17xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x17x17xf32>) outs(%s0 : tensor<2x17x17xf32>) -> tensor<2x17x17xf32>
+  %o0 = tensor.empty() : tensor<2x17x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x17x8xf32>) -> tensor<2x17x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x17x17xf32>, tensor<2x17x8xf32>) outs(%oz : tensor<2x17x8xf32>) -> tensor<2x17x8xf32>
+  return %o : tensor<2x17x8xf32>
+}
+
+// -----
+
+// Causal, bottom_right (Tq = 5, Tk = 12): keep where i + 7 >= j (index_cast
+// to i64 as torch-to-linalg writes it), lowest-float fill, before the scale.
+
+#qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
+#qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
+#qk_s = affine_map<(b, i, j, d) -> (b, i, j)>
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+// CHECK-LABEL: func.func @causal_select_bottom_right
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} scale(1.250000e-01) causal(bottom_right) : tensor<3x5x8xf32>, tensor<3x12x8xf32>, tensor<3x12x8xf32> -> tensor<3x5x8xf32>
+func.func @causal_select_bottom_right(%q: tensor<3x5x8xf32>, %k: tensor<3x12x8xf32>, %v: tensor<3x12x8xf32>) -> tensor<3x5x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %scale = arith.constant 0.125 : f32
+  %c7 = arith.constant 7 : i64
+  %s0 = tensor.empty() : tensor<3x5x12xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<3x5x12xf32>) -> tensor<3x5x12xf32>
+  %s = linalg.batch_matmul indexing_maps = [#qk_q, #qk_k, #qk_s]
+      ins(%q, %k : tensor<3x5x8xf32>, tensor<3x12x8xf32>) outs(%sz : tensor<3x5x12xf32>) -> tensor<3x5x12xf32>
+  %sc = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<3x5x12xf32>) outs(%s0 : tensor<3x5x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %lim = arith.addi %i64, %c7 : i64
+    %keep = arith.cmpi sge, %lim, %j64 : i64
+    %r = arith.select %keep, %a, %lowest : f32
+    linalg.yield %r : f32
+  } -> tensor<3x5x12xf32>
+  %sm = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sc : tensor<3x5x12xf32>) outs(%s0 : tensor<3x5x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<3x5x12xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<3x5x12xf32>) outs(%s0 : tensor<3x5x12xf32>) -> tensor<3x5x12xf32>
+  %o0 = tensor.empty() : tensor<3x5x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<3x5x8xf32>) -> tensor<3x5x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<3x5x12xf32>, tensor<3x12x8xf32>) outs(%oz : tensor<3x5x8xf32>) -> tensor<3x5x8xf32>
+  return %o : tensor<3x5x8xf32>
+}
+
+// -----
+
+// Causal as a constant lower-triangular 0/-inf tensor added to the scores.
+
+#qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
+#qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
+#qk_s = affine_map<(b, i, j, d) -> (b, i, j)>
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+#mask2 = affine_map<(b, i, j) -> (i, j)>
+// CHECK-LABEL: func.func @causal_constant_tril
+// CHECK-NOT: mask(
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} scale(1.000000e+00) causal(top_left) : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+func.func @causal_constant_tril(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %tril = arith.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %s0 = tensor.empty() : tensor<2x4x4xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s = linalg.batch_matmul indexing_maps = [#qk_q, #qk_k, #qk_s]
+      ins(%q, %k : tensor<2x4x8xf32>, tensor<2x4x8xf32>) outs(%sz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %sm = linalg.generic {indexing_maps = [#id3, #mask2, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %tril : tensor<2x4x4xf32>, tensor<4x4xf32>) outs(%s0 : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x4x4xf32>) outs(%s0 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o0 = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// An i1 keep-mask [B, Tq, Tk] through a select.
+
+#qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
+#qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
+#qk_s = affine_map<(b, i, j, d) -> (b, i, j)>
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+// CHECK-LABEL: func.func @bool_keep_mask
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x6x10xi1>)
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x6x10xi1>) scale(1.000000e+00)
+func.func @bool_keep_mask(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [#qk_q, #qk_k, #qk_s]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %keep : tensor<2x6x10xf32>, tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %m: i1, %o: f32):
+    %r = arith.select %m, %a, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""CPU equivalence check of fa-raise-attention: original vs raised function.
+
+For every public function with static tensor shapes in an MLIR file (all
+`// -----` splits), this script draws fresh random inputs (the seed is
+printed, `--seed` replays it), writes a module whose `@main` calls the
+function on them as constants and prints every result through the MLIR
+runner utilities, and runs that module twice:
+
+1. original: the input as written, lowered by `fa-opt --fa-to-cpu` (TOSA
+   first goes through `--tosa-to-linalg-pipeline`; `linalg.softmax` is
+   decomposed by the transform dialect's `decompose_interface`);
+2. raised: `fa-opt --fa-raise-attention` first, which must produce at least
+   one `fa.attention` in every function (checked on its output), then the
+   same lowering, where fa-to-cpu tiles fa.attention with the online softmax.
+
+A function passes when both runs print finite results of the same shape and
+max |raised - original| <= tol (absolute; 1e-5 when the inputs are f32,
+4e-3 when one is f16, 4e-2 when one is bf16: the original rounds the
+probabilities (and often the scores) to the input type before the second
+product, fa.attention keeps them in f32). Inputs:
+float arguments are standard normal, rounded to their element type; i1
+arguments are random with probability 0.75 of true, index 0 of their last
+dim always true (no fully masked row). The last line is
+'N passed, N failed'; the exit status is non-zero when any check fails.
+
+Usage: raise_equivalence_check.py FILE [--tol T] [--seed S] [--fa-opt P]
+       [--mlir-runner P] [--lib-dir D] [--blocks M,N]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_cpu_check import dense_hex, parse_prints, round_to  # noqa: E402
+
+DECOMPOSE_SOFTMAX = """
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %s = transform.structured.match ops{["linalg.softmax"]} in %root : (!transform.any_op) -> !transform.any_op
+    %d = transform.structured.decompose_interface %s : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+TENSOR = re.compile(r"tensor<([0-9x]*?)x?(f16|bf16|f32|f64|i1)>")
+FUNC = re.compile(r"func\.func\s+@([\w$.]+)\s*\(([^)]*)\)\s*(?:->\s*\(?([^{]*?)\)?)?\s*(?:attributes\s*\{[^}]*\}\s*)?\{")
+
+
+def parse_type(text):
+    m = TENSOR.fullmatch(text.strip())
+    if not m:
+        return None
+    shape = [int(x) for x in m.group(1).split("x") if x] if m.group(1) else []
+    return shape, m.group(2)
+
+
+def functions(chunk):
+    """(name, [(shape, elt)], [(shape, elt)]) of each static function."""
+    out = []
+    for m in FUNC.finditer(chunk):
+        name, args, results = m.group(1), m.group(2), m.group(3) or ""
+        arg_types = [parse_type(a.split(":", 1)[1].strip().rstrip(","))
+                     for a in args.split("%")[1:]]
+        res_types = [parse_type(r) for r in
+                     re.split(r",\s*(?=tensor)", results.strip()) if r.strip()]
+        if None in arg_types or None in res_types or not res_types:
+            continue
+        out.append((name, arg_types, res_types))
+    return out
+
+
+def ttype(shape, elt):
+    return "tensor<%s>" % "x".join([str(d) for d in shape] + [elt])
+
+
+def random_input(rng, shape, elt):
+    if elt == "i1":
+        a = rng.random(shape) < 0.75
+        if a.ndim:
+            a[..., 0] = True
+        return a
+    return round_to(rng.standard_normal(shape).astype(np.float32), elt)
+
+
+def const_line(name, arr, shape, elt):
+    ty = ttype(shape, elt)
+    if elt == "i1":
+        def nest(a):
+            if a.ndim == 0:
+                return "true" if a else "false"
+            return "[%s]" % ", ".join(nest(x) for x in a)
+        return "  %%%s = arith.constant dense<%s> : %s" % (name, nest(arr), ty)
+    return "  %%%s = arith.constant %s : %s" % (name, dense_hex(arr, elt), ty)
+
+
+def build_main(fname, arg_types, res_types, inputs):
+    lines = ["func.func private @printMemrefI32(tensor<*xi32>)",
+             "func.func @main() {"]
+    for i, ((shape, elt), arr) in enumerate(zip(arg_types, inputs)):
+        lines.append(const_line("a%d" % i, arr, shape, elt))
+    args = ", ".join("%%a%d" % i for i in range(len(arg_types)))
+    atys = ", ".join(ttype(s, e) for s, e in arg_types)
+    rtys = ", ".join(ttype(s, e) for s, e in res_types)
+    rnames = ", ".join("%%r%d" % i for i in range(len(res_types)))
+    lines.append("  %s = call @%s(%s) : (%s) -> (%s)" %
+                 (rnames, fname, args, atys, rtys))
+    # Each result is printed exactly: as the bits of its f32 value.
+    for i, (shape, elt) in enumerate(res_types):
+        rank = len(shape)
+        dims = ", ".join("d%d" % d for d in range(rank))
+        idm = "affine_map<(%s) -> (%s)>" % (dims, dims)
+        par = ", ".join(['"parallel"'] * rank)
+        conv = {"f32": "", "f16": "arith.extf", "bf16": "arith.extf",
+                "f64": "arith.truncf"}[elt]
+        lines += [
+            "  %%e%d = tensor.empty() : %s" % (i, ttype(shape, "i32")),
+            "  %%c%d = linalg.generic {indexing_maps = [%s, %s], "
+            "iterator_types = [%s]} ins(%%r%d : %s) outs(%%e%d : %s) {" %
+            (i, idm, idm, par, i, ttype(shape, elt), i, ttype(shape, "i32")),
+            "  ^bb0(%%x: %s, %%y: i32):" % elt,
+        ]
+        x = "%x"
+        if conv:
+            lines.append("    %%f = %s %%x : %s to f32" % (conv, elt))
+            x = "%f"
+        lines += [
+            "    %%z = arith.bitcast %s : f32 to i32" % x,
+            "    linalg.yield %z : i32",
+            "  } -> %s" % ttype(shape, "i32"),
+            "  %%u%d = tensor.cast %%c%d : %s to tensor<*xi32>" %
+            (i, i, ttype(shape, "i32")),
+            "  call @printMemrefI32(%%u%d) : (tensor<*xi32>) -> ()" % i,
+        ]
+    lines += ["  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def run(cmd, text):
+    p = subprocess.run(cmd, input=text, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed:\n%s" % (os.path.basename(cmd[0]),
+                                               p.stderr[-3000:]))
+    return p.stdout
+
+
+def lower_and_run(module, args, lib, raise_first):
+    tmp = lib["softmax"]
+    opt = [args.fa_opt]
+    if raise_first:
+        raised = run(opt + ["-", "--fa-raise-attention"], module)
+        module = raised
+    else:
+        raised = None
+    pre = []
+    if "tosa." in module:
+        pre += ["--tosa-to-linalg-pipeline", "--tosa-to-arith",
+                "--tosa-to-tensor"]
+    if "linalg.softmax" in module:
+        pre += ["--transform-preload-library=transform-library-paths=" + tmp,
+                "--transform-interpreter"]
+    if pre:
+        module = run(opt + ["-"] + pre, module)
+    low = run(opt + ["-", "--fa-to-cpu=block-m=%s block-n=%s" %
+                     tuple(args.blocks.split(","))], module)
+    libs = ",".join(os.path.join(args.lib_dir, l) for l in
+                    ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+    out = run([args.mlir_runner, "-e", "main", "-entry-point-result=void",
+               "-shared-libs=" + libs], low)
+    prints = [np.array(p, dtype=np.int64).astype(np.uint32).view(np.float32)
+              .astype(np.float64) for p in parse_prints(out)]
+    return prints, raised
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--tol", type=float, default=1e-5,
+                    help="tolerance of functions whose inputs are f32")
+    ap.add_argument("--tol-f16", dest="tol_f16", type=float, default=4e-3,
+                    help="tolerance when an input is f16 (default 4e-3)")
+    ap.add_argument("--tol-bf16", dest="tol_bf16", type=float, default=4e-2,
+                    help="tolerance when an input is bf16 (default 4e-2)")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--blocks", default="7,13",
+                    help="block-m,block-n of the tiling (default 7,13)")
+    ap.add_argument("--fa-opt", dest="fa_opt", default="fa-opt")
+    ap.add_argument("--mlir-runner", dest="mlir_runner", default="mlir-runner")
+    ap.add_argument("--lib-dir", dest="lib_dir", default="/usr/lib/llvm-22/lib")
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else int.from_bytes(
+        os.urandom(4), "little")
+    print("seed %d" % seed)
+    rng = np.random.default_rng(seed)
+    text = open(args.file).read()
+    chunks = re.split(r"^// -----\s*$", text, flags=re.M)
+    passed = failed = 0
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(DECOMPOSE_SOFTMAX)
+        lib = {"softmax": f.name}
+    try:
+        for chunk in chunks:
+            # Comments only: drop RUN/CHECK lines so they do not leak.
+            body = "\n".join(l for l in chunk.splitlines()
+                             if not l.lstrip().startswith("//"))
+            for fname, arg_types, res_types in functions(body):
+                inputs = [random_input(rng, s, e) for s, e in arg_types]
+                module = body + "\n" + build_main(fname, arg_types, res_types,
+                                                  inputs)
+                try:
+                    ref, _ = lower_and_run(module, args, lib, False)
+                    got, raised = lower_and_run(module, args, lib, True)
+                    fn = re.search(r"func\.func @%s\b.*?^  \}$|func\.func @%s\b.*?^\}$"
+                                   % (re.escape(fname), re.escape(fname)),
+                                   raised, re.S | re.M)
+                    if not fn or "fa.attention" not in fn.group(0):
+                        raise RuntimeError("no fa.attention in @%s after "
+                                           "fa-raise-attention" % fname)
+                    if len(ref) != len(res_types) or len(got) != len(ref):
+                        raise RuntimeError("expected %d prints, got %d and %d"
+                                           % (len(res_types), len(ref),
+                                              len(got)))
+                    worst = 0.0
+                    for a, b in zip(ref, got):
+                        if a.shape != b.shape:
+                            raise RuntimeError("result sizes differ")
+                        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+                            raise RuntimeError("non-finite result")
+                        if a.size:
+                            worst = max(worst, float(np.abs(a - b).max()))
+                    elts = {e for _, e in arg_types}
+                    tol = (args.tol_bf16 if "bf16" in elts else
+                           args.tol_f16 if "f16" in elts else args.tol)
+                    ok = worst <= tol
+                    msg = "max|raised - original| = %.3g (tol %.1g)" % (
+                        worst, tol)
+                except RuntimeError as e:
+                    ok, msg = False, str(e)
+                print("%s @%s: %s" % ("PASS" if ok else "FAIL", fname, msg))
+                passed += ok
+                failed += not ok
+    finally:
+        os.unlink(lib["softmax"])
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
