@@ -20,6 +20,17 @@ be exactly 0 in ours; SDPA's output there is policy, not error (math gives
 NaN, cuDNN non-zero values), and is set to 0 before comparing. Prints a table, then 'N passed, N failed'; exits 1 on
 any failure.
 
+Backward manifests (version 2, op attention_backward): fa-run draws q, k,
+v, do, takes o and lse from its float64 forward (o rounded to the dtype),
+runs the kernels and checks dq, dk, dv against its float64 closed form
+(with --check-deterministic for a deterministic manifest: two runs, dq
+bitwise equal). Here the float64 reference gradients are recomputed with
+torch autograd on the GPU, and PyTorch's own backward (autograd through
+SDPA, flash first, on the same rounded q, k, v, do in the dtype) is
+compared with the same reference. A case passes when fa-run passed and
+each of dq, dk, dv has ours <= --ratio x SDPA's error, or, for f32,
+ours <= 1e-5 relative.
+
 Usually run through scripts/gpu-check.sh on the device machine.
 """
 
@@ -162,7 +173,147 @@ def parse_shapes(text):
     return shapes
 
 
+def is_backward(fields):
+    return fields.get("op", [""])[0] == "attention_backward"
+
+
+def reference_grads(q, k, v, dout, scale, causal):
+    """float64 dq, dk, dv of o = attention(q, k, v) for dout, by autograd
+    through a dense softmax (rows without keys contribute nothing)."""
+    b, tq, _ = q.shape
+    tk = k.shape[1]
+    q, k, v = (x.double().detach().requires_grad_(True) for x in (q, k, v))
+    count = visible_keys(causal, tq, tk, q.device)
+    mask = torch.arange(tk, device=q.device)[None, :] < count[:, None]
+    has = (count > 0)[:, None].double()
+    # Rows without keys: unmasked scores, then p = 0 (no NaN anywhere).
+    mask = mask | (count == 0)[:, None]
+    s = torch.einsum("bid,bjd->bij", q, k) * scale
+    s = s.masked_fill(~mask, -math.inf)
+    p = torch.softmax(s, dim=-1) * has
+    o = torch.einsum("bij,bje->bie", p, v)
+    o.backward(dout.double())
+    return q.grad, k.grad, v.grad
+
+
+def run_sdpa_backward(q, k, v, dout, scale, causal):
+    """Gradients of SDPA (in q's dtype) for dout; returns (dq, dk, dv,
+    backend)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    tq, tk = q.shape[1], k.shape[1]
+    args = dict(scale=scale)
+    if causal == "top_left" or (causal == "bottom_right" and tq == tk):
+        args["is_causal"] = True
+    elif causal == "bottom_right":
+        count = visible_keys(causal, tq, tk, q.device)
+        args["attn_mask"] = (torch.arange(tk, device=q.device)[None, :]
+                             < count[:, None])
+    for backend, name in ((SDPBackend.FLASH_ATTENTION, "flash"),
+                          (SDPBackend.CUDNN_ATTENTION, "cudnn"),
+                          (SDPBackend.EFFICIENT_ATTENTION, "efficient"),
+                          (SDPBackend.MATH, "math")):
+        try:
+            leaves = [x.unsqueeze(0).detach().requires_grad_(True)
+                      for x in (q, k, v)]
+            warnings.simplefilter("ignore", UserWarning)
+            with sdpa_kernel([backend]):
+                out = F.scaled_dot_product_attention(*leaves, **args)
+                out.backward(dout.unsqueeze(0))
+            torch.cuda.synchronize()
+            return (*(x.grad.squeeze(0) for x in leaves), name)
+        except RuntimeError:
+            continue
+    raise RuntimeError("no SDPA backend accepted the backward case")
+
+
+def check_backward_case(args, manifest, fields, shape, index):
+    b, tq, tk = shape
+    kernel = fields.get("name", ["?"])[0]
+    dtype = fields.get("dtype", ["?"])[0]
+    causal = fields.get("causal", ["none"])[0]
+    deterministic = fields.get("deterministic", ["0"])[0] == "1"
+    row = dict(kernel=kernel, kind="backward", dtype=dtype, causal=causal,
+               batch=b, seqlen_q=tq, seqlen_k=tk, deterministic=deterministic,
+               ours=None, sdpa=None, ratio=None, tflops=None, backend="",
+               passed=False, note="")
+    save = os.path.join(args.save_root, f"{index:03d}_{kernel}_{b}x{tq}x{tk}")
+    cmd = [args.fa_run, "--manifest", manifest, "--batch", str(b),
+           "--seqlen-q", str(tq), "--seqlen-k", str(tk), "--save", save,
+           "--repeat", str(args.repeat)]
+    if deterministic:
+        cmd.append("--check-deterministic")
+    if args.seed is not None:
+        cmd += ["--seed", str(args.seed)]
+    start = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if args.verbose or proc.returncode not in (0, 1):
+        print(f"$ {' '.join(cmd)}\n{log}", flush=True)
+    row["fa_run_rc"] = proc.returncode
+    m = re.search(r"([0-9.]+) TFLOP/s", proc.stdout)
+    if m:
+        row["tflops"] = float(m.group(1))
+    if deterministic:
+        row["bitwise"] = ("dq bitwise identical" in proc.stdout
+                          and "DIFFERS" not in proc.stdout)
+    if proc.returncode not in (0, 1):
+        errors = [l for l in log.splitlines() if l.startswith("error:")]
+        row["note"] = errors[0] if errors else f"fa-run exit {proc.returncode}"
+        return row
+
+    with open(os.path.join(save, "meta.json")) as f:
+        meta = json.load(f)
+    d, dv = meta["head_dim"], meta["head_dim_v"]
+    dev = torch.device("cuda")
+    shapes = dict(q=(b, tq, d), k=(b, tk, d), v=(b, tk, dv), do=(b, tq, dv),
+                  dq=(b, tq, d), dk=(b, tk, d), dv=(b, tk, dv))
+    t = {n: load_f32(os.path.join(save, f"{n}.f32"), sh).to(dev)
+         for n, sh in shapes.items()}
+    scale = meta["scale"]
+    refs = reference_grads(t["q"], t["k"], t["v"], t["do"], scale, causal)
+    ours = [rel_err(t[n], r) for n, r in zip(("dq", "dk", "dv"), refs)]
+    row["ours"] = ours
+    # fa-run's C++ reference must agree with this one on our errors.
+    for n, e in zip(("dq", "dk", "dv"), ours):
+        cpp = meta.get(f"{n}_rel_err")
+        if isinstance(cpp, (int, float)) and math.isfinite(cpp) and not (
+                abs(cpp - e) <= 1e-3 * max(e, 1e-12) + 1e-12):
+            row["note"] += f"fa-run's reference says {n} {cpp:.3e}; "
+
+    tdt = DTYPES[dtype]
+    sdpa = None
+    if b and tq and tk:
+        *grads, backend = run_sdpa_backward(
+            t["q"].to(tdt), t["k"].to(tdt), t["v"].to(tdt),
+            t["do"].to(tdt), scale, causal)
+        row["backend"] = backend
+        sdpa = [rel_err(g, r) for g, r in zip(grads, refs)]
+    row["sdpa"] = sdpa
+
+    ok = proc.returncode == 0 and all(math.isfinite(e) for e in ours)
+    within = True
+    ratios = []
+    for i, e in enumerate(ours):
+        s_err = sdpa[i] if sdpa else None
+        good = dtype == "f32" and e <= F32_ABS_TOL
+        if s_err is not None and math.isfinite(s_err):
+            ratios.append(e / s_err if s_err > 0 else
+                          (math.inf if e > 0 else 0.0))
+            good = good or e <= args.ratio * s_err
+        within = within and good
+    row["ratio"] = max(ratios) if ratios else None
+    row["passed"] = bool(ok and within)
+    if proc.returncode != 0:
+        fails = [l for l in proc.stdout.splitlines() if l.startswith("FAIL")]
+        row["note"] += "; ".join(fails) or f"fa-run exit {proc.returncode}"
+    row["seconds"] = round(time.time() - start, 2)
+    return row
+
+
 def check_case(args, manifest, fields, shape, index):
+    if is_backward(fields):
+        return check_backward_case(args, manifest, fields, shape, index)
     b, tq, tk = shape
     kernel = fields.get("kernel", ["?"])[0]
     dtype = fields.get("dtype", ["?"])[0]
@@ -261,7 +412,19 @@ def check_case(args, manifest, fields, shape, index):
 def fmt(x, spec=".2e"):
     if x is None:
         return "-"
+    if isinstance(x, (list, tuple)):
+        return "/".join(fmt(e, spec) for e in x)
     return format(x, spec) if math.isfinite(x) else str(x)
+
+
+def print_table(header, rows, cells):
+    if not rows:
+        return
+    table = [header] + [cells(r) for r in rows]
+    widths = [max(len(str(t[i])) for t in table) for i in range(len(header))]
+    print()
+    for t in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(t, widths)).rstrip())
 
 
 def main():
@@ -306,7 +469,8 @@ def main():
             try:
                 row = check_case(args, manifest, fields, shape, len(rows))
             except Exception as e:  # one broken case must not hide the rest
-                row = dict(kernel=fields.get("kernel", ["?"])[0],
+                row = dict(kernel=(fields.get("name") or
+                                   fields.get("kernel", ["?"]))[0],
                            dtype=fields.get("dtype", ["?"])[0],
                            causal=fields.get("causal", ["?"])[0],
                            batch=shape[0], seqlen_q=shape[1],
@@ -317,21 +481,30 @@ def main():
                   f"{shape[0]}x{shape[1]}x{shape[2]}: ours "
                   f"{fmt(row.get('ours'))} sdpa {fmt(row.get('sdpa'))} "
                   f"{row.get('note', '')}", flush=True)
+            if args.json:  # keep what is done if the run is cut short
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
 
     header = ("config", "dtype", "causal", "ours", "sdpa", "ratio", "lse err",
               "TFLOP/s", "sdpa be", "pass")
-    table = [header]
-    for r in rows:
-        table.append((f"{r['kernel']} B{r['batch']} Tq{r['seqlen_q']} "
-                      f"Tk{r['seqlen_k']}", r["dtype"], r["causal"],
-                      fmt(r.get("ours")), fmt(r.get("sdpa")),
-                      fmt(r.get("ratio"), ".2f"), fmt(r.get("lse")),
-                      fmt(r.get("tflops"), ".1f"), r.get("backend") or "-",
-                      "PASS" if r["passed"] else "FAIL"))
-    widths = [max(len(str(t[i])) for t in table) for i in range(len(header))]
-    print()
-    for t in table:
-        print("  ".join(str(c).ljust(w) for c, w in zip(t, widths)).rstrip())
+    fwd_rows = [r for r in rows if r.get("kind") != "backward"]
+    bwd_rows = [r for r in rows if r.get("kind") == "backward"]
+    print_table(header, fwd_rows, lambda r: (
+        f"{r['kernel']} B{r['batch']} Tq{r['seqlen_q']} Tk{r['seqlen_k']}",
+        r["dtype"], r["causal"], fmt(r.get("ours")), fmt(r.get("sdpa")),
+        fmt(r.get("ratio"), ".2f"), fmt(r.get("lse")),
+        fmt(r.get("tflops"), ".1f"), r.get("backend") or "-",
+        "PASS" if r["passed"] else "FAIL"))
+    bwd_header = ("backward config", "dtype", "causal", "ours dq/dk/dv",
+                  "sdpa dq/dk/dv", "max ratio", "bitwise dq", "TFLOP/s",
+                  "sdpa be", "pass")
+    print_table(bwd_header, bwd_rows, lambda r: (
+        f"{r['kernel']} B{r['batch']} Tq{r['seqlen_q']} Tk{r['seqlen_k']}",
+        r["dtype"], r["causal"], fmt(r.get("ours")), fmt(r.get("sdpa")),
+        fmt(r.get("ratio"), ".2f"),
+        ("yes" if r.get("bitwise") else "NO") if r.get("deterministic")
+        else "-", fmt(r.get("tflops"), ".2f"), r.get("backend") or "-",
+        "PASS" if r["passed"] else "FAIL"))
     notes = [(r, r["note"]) for r in rows if r.get("note")]
     for r, note in notes:
         print(f"note: {r['kernel']} {r['batch']}x{r['seqlen_q']}x"

@@ -40,6 +40,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   ConvertFAToGPUOptions kernel;
   kernel.blockM = options.blockM;
   kernel.blockN = options.blockN;
+  kernel.deterministic = options.deterministic;
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

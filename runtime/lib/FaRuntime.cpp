@@ -142,21 +142,18 @@ static faRtStatus checkChip(const fa::rt::Manifest &manifest, CUdevice device) {
   return FA_RT_SUCCESS;
 }
 
-/// Loads the PTX and looks the kernel up; fills kernel->module/function.
-static faRtStatus loadModule(faRtKernel kernel) {
-  const fa::rt::Manifest &manifest = kernel->manifest;
-  const std::string ptxPath = manifest.ptxPath();
+/// Reads the PTX at `ptxPath` and JIT-loads it into *module.
+static faRtStatus loadPtxModule(const std::string &ptxPath,
+                                const std::string &manifestPath,
+                                CUmodule *module) {
   std::ifstream file(ptxPath, std::ios::binary);
   if (!file)
     return fa::rt::reportError(FA_RT_ERROR_IO, "cannot open PTX file '" +
                                                    ptxPath + "' (named by " +
-                                                   manifest.path + ")");
+                                                   manifestPath + ")");
   std::ostringstream text;
   text << file.rdbuf();
   std::string ptx = text.str();
-
-  if (faRtStatus status = checkChip(manifest, kernel->device))
-    return status;
 
   std::vector<char> errorLog(1 << 16, '\0'), infoLog(1 << 14, '\0');
   CUjit_option options[] = {
@@ -168,17 +165,30 @@ static faRtStatus loadModule(faRtKernel kernel) {
       infoLog.data(),
       reinterpret_cast<void *>(static_cast<uintptr_t>(infoLog.size() - 1))};
   CUresult result = fa::rt::cudaDriver().cuModuleLoadDataEx(
-      &kernel->module, ptx.c_str(), 4, options, values);
+      module, ptx.c_str(), 4, options, values);
   if (result != CUDA_SUCCESS) {
     fa::rt::reportCudaError("cuModuleLoadDataEx", result);
     std::string message =
         "cannot load PTX '" + ptxPath + "': " + faRtGetLastError();
     if (errorLog[0])
       message += "\nJIT error log:\n" + std::string(errorLog.data());
-    kernel->module = nullptr;
+    *module = nullptr;
     return fa::rt::reportError(FA_RT_ERROR_PTX_LOAD, std::move(message));
   }
+  return FA_RT_SUCCESS;
+}
 
+/// Loads the PTX and looks the kernel up; fills kernel->module/function.
+static faRtStatus loadModule(faRtKernel kernel) {
+  const fa::rt::Manifest &manifest = kernel->manifest;
+  const std::string ptxPath = manifest.ptxPath();
+  if (faRtStatus status = checkChip(manifest, kernel->device))
+    return status;
+  if (faRtStatus status =
+          loadPtxModule(ptxPath, manifest.path, &kernel->module))
+    return status;
+
+  CUresult result;
   result = fa::rt::cudaDriver().cuModuleGetFunction(
       &kernel->function, kernel->module, manifest.kernel.c_str());
   if (result == CUDA_ERROR_NOT_FOUND)
@@ -326,5 +336,191 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                    static_cast<unsigned>(m.threads), 1, 1,
                    static_cast<unsigned>(m.sharedBytes),
                    static_cast<CUstream>(stream), args.data(), nullptr);
+  return FA_RT_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward: several kernels from one manifest
+//===----------------------------------------------------------------------===//
+
+struct faRtBackward_st {
+  fa::rt::BackwardManifest manifest;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> functions; ///< one per manifest kernel, in order
+};
+
+faRtStatus fa::rt::loadBackward(const BackwardManifest &manifest, int device,
+                                faRtBackward *backward) {
+  if (!backward)
+    return reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                       "faRtBackwardLoad: backward is null");
+  *backward = nullptr;
+  auto loaded = std::make_unique<faRtBackward_st>();
+  loaded->manifest = manifest;
+  if (faRtStatus status = faRtInit(device))
+    return status;
+  if (faRtStatus status =
+          retainContext(device, &loaded->device, &loaded->context))
+    return status;
+  auto fail = [&](faRtStatus status) {
+    faRtBackwardUnload(loaded.release());
+    return status;
+  };
+  if (faRtStatus status =
+          checkChip(manifest.kernelView(0), loaded->device))
+    return fail(status);
+  if (faRtStatus status = loadPtxModule(manifest.ptxPath(), manifest.path,
+                                        &loaded->module))
+    return fail(status);
+  for (const KernelLaunch &kernel : manifest.kernels) {
+    CUfunction function = nullptr;
+    CUresult result = cudaDriver().cuModuleGetFunction(
+        &function, loaded->module, kernel.kernel.c_str());
+    if (result == CUDA_ERROR_NOT_FOUND)
+      return fail(reportError(FA_RT_ERROR_PTX_LOAD,
+                              "kernel '" + kernel.kernel + "' (from " +
+                                  manifest.path + ") not found in '" +
+                                  manifest.ptxPath() + "'"));
+    if (result != CUDA_SUCCESS)
+      return fail(reportCudaError("cuModuleGetFunction", result));
+    int maxThreads = 0;
+    result = cudaDriver().cuFuncGetAttribute(
+        &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function);
+    if (result != CUDA_SUCCESS)
+      return fail(reportCudaError("cuFuncGetAttribute", result));
+    if (kernel.threads > maxThreads)
+      return fail(reportError(
+          FA_RT_ERROR_PTX_LOAD,
+          "kernel '" + kernel.kernel + "' launches " +
+              std::to_string(kernel.threads) +
+              " threads, but its compiled code allows at most " +
+              std::to_string(maxThreads) + " (register pressure?)"));
+    if (kernel.sharedBytes > 0) {
+      result = cudaDriver().cuFuncSetAttribute(
+          function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+          static_cast<int>(kernel.sharedBytes));
+      if (result != CUDA_SUCCESS)
+        return fail(reportCudaError("cuFuncSetAttribute", result));
+    }
+    loaded->functions.push_back(function);
+  }
+  *backward = loaded.release();
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus faRtBackwardLoad(const char *manifestPath, int device,
+                            faRtBackward *backward) {
+  if (backward)
+    *backward = nullptr;
+  if (!manifestPath || !backward)
+    return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                               "faRtBackwardLoad: null argument");
+  fa::rt::BackwardManifest manifest;
+  if (faRtStatus status =
+          fa::rt::readBackwardManifestFile(manifestPath, manifest))
+    return status;
+  return fa::rt::loadBackward(manifest, device, backward);
+}
+
+void faRtBackwardUnload(faRtBackward backward) {
+  if (!backward)
+    return;
+  const fa::rt::CudaDriver &driver = fa::rt::cudaDriver();
+  if (backward->context) {
+    CUcontext current = nullptr;
+    driver.cuCtxGetCurrent(&current);
+    if (current != backward->context)
+      driver.cuCtxSetCurrent(backward->context);
+    if (backward->module)
+      driver.cuModuleUnload(backward->module);
+    driver.cuDevicePrimaryCtxRelease(backward->device);
+  }
+  delete backward;
+}
+
+const fa::rt::BackwardManifest &fa::rt::getManifest(faRtBackward backward) {
+  return backward->manifest;
+}
+
+faRtStatus faRtBackwardWorkspaceSize(faRtBackward backward, int64_t batch,
+                                     int64_t seqlenQ, int64_t seqlenK,
+                                     uint64_t *bytes) {
+  if (!backward || !bytes)
+    return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                               "faRtBackwardWorkspaceSize: null argument");
+  const fa::rt::BackwardManifest &m = backward->manifest;
+  fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
+  if (faRtStatus status = fa::rt::checkLaunchShape(m.kernelView(0), shape))
+    return status;
+  fa::rt::WorkspaceLayout layout;
+  if (faRtStatus status = fa::rt::backwardWorkspaceLayout(m, shape, layout))
+    return status;
+  *bytes = layout.bytes;
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus faRtBackwardLaunch(faRtBackward backward,
+                              const faRtBackwardTensors *tensors,
+                              int64_t batch, int64_t seqlenQ, int64_t seqlenK,
+                              void *stream) {
+  if (!backward || !tensors)
+    return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                               "faRtBackwardLaunch: null argument");
+  const fa::rt::BackwardManifest &m = backward->manifest;
+  fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
+  if (faRtStatus status = fa::rt::checkLaunchShape(m.kernelView(0), shape))
+    return status;
+  fa::rt::WorkspaceLayout layout;
+  if (faRtStatus status = fa::rt::backwardWorkspaceLayout(m, shape, layout))
+    return status;
+  if (layout.bytes > 0 && tensors->workspace == 0)
+    return fa::rt::reportError(
+        FA_RT_ERROR_INVALID_ARGUMENT,
+        "faRtBackwardLaunch: workspace is a null pointer, expected " +
+            std::to_string(layout.bytes) +
+            " bytes (faRtBackwardWorkspaceSize)");
+
+  std::vector<std::pair<std::string, uint64_t>> pointers = {
+      {"q", tensors->q},   {"k", tensors->k},   {"v", tensors->v},
+      {"o", tensors->o},   {"do", tensors->dout}, {"lse", tensors->lse},
+      {"dq", tensors->dq}, {"dk", tensors->dk}, {"dv", tensors->dv}};
+  for (size_t i = 0; i < m.scratch.size(); ++i)
+    pointers.emplace_back(m.scratch[i].name,
+                          tensors->workspace + layout.offsets[i]);
+  for (const auto &[name, ptr] : pointers) {
+    std::vector<int64_t> sizes =
+        fa::rt::tensorSizes(name, shape, m.headDim, m.headDimV);
+    int64_t elements = 1;
+    for (int64_t size : sizes)
+      elements *= size;
+    if (elements > 0 && ptr == 0)
+      return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                                 "faRtBackwardLaunch: " + name +
+                                     " is a null pointer");
+  }
+
+  CUcontext current = nullptr;
+  FA_RT_CUDA_CHECK(cuCtxGetCurrent, &current);
+  if (current != backward->context)
+    FA_RT_CUDA_CHECK(cuCtxSetCurrent, backward->context);
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    std::array<uint32_t, 3> grid;
+    if (faRtStatus status =
+            fa::rt::computeGrid(m.kernelView(i), shape, grid))
+      return status;
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+      continue; // Nothing for this kernel to compute.
+    std::vector<uint64_t> values =
+        fa::rt::buildBackwardKernelParams(m, i, shape, pointers);
+    std::vector<void *> args(values.size());
+    for (size_t a = 0; a < values.size(); ++a)
+      args[a] = &values[a];
+    FA_RT_CUDA_CHECK(cuLaunchKernel, backward->functions[i], grid[0], grid[1],
+                     grid[2], static_cast<unsigned>(m.kernels[i].threads), 1,
+                     1, static_cast<unsigned>(m.kernels[i].sharedBytes),
+                     static_cast<CUstream>(stream), args.data(), nullptr);
+  }
   return FA_RT_SUCCESS;
 }

@@ -496,3 +496,433 @@ const char *fa::rt::causalName(faRtCausal causal) {
 size_t fa::rt::dtypeSize(faRtDtype dtype) {
   return dtype == FA_RT_DTYPE_F32 ? 4 : 2;
 }
+
+//===----------------------------------------------------------------------===//
+// Backward manifests
+//===----------------------------------------------------------------------===//
+
+/// Calls fn(lineNo, words) for every non-empty line of `text` (comments
+/// stripped); stops at and returns the first non-success status.
+template <typename Fn>
+static faRtStatus forEachLine(std::string_view text, Fn fn) {
+  int lineNo = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (end == text.size() && line.empty())
+      break;
+    ++lineNo;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    std::vector<std::string> words = splitWords(line);
+    if (words.empty())
+      continue;
+    if (faRtStatus status = fn(lineNo, words))
+      return status;
+  }
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus fa::rt::manifestKind(std::string_view text,
+                                const std::string &fileName,
+                                ManifestKind &kind) {
+  std::string version, op;
+  forEachLine(text, [&](int, const std::vector<std::string> &words) {
+    if (words.size() == 2 && words[0] == "version" && version.empty())
+      version = words[1];
+    if (words.size() == 2 && words[0] == "op" && op.empty())
+      op = words[1];
+    return FA_RT_SUCCESS;
+  });
+  if (version == "1") {
+    kind = ManifestKind::Forward;
+    return FA_RT_SUCCESS;
+  }
+  if (version == "2" && op == "attention_backward") {
+    kind = ManifestKind::Backward;
+    return FA_RT_SUCCESS;
+  }
+  if (version.empty())
+    return reportError(FA_RT_ERROR_MANIFEST,
+                       fileName + ": missing required key 'version'");
+  return reportError(FA_RT_ERROR_MANIFEST,
+                     fileName + ": unsupported manifest version " + version +
+                         (op.empty() ? std::string() : " op " + op) +
+                         " (this runtime reads version 1 forward and "
+                         "version 2 attention_backward manifests)");
+}
+
+faRtStatus fa::rt::readManifestKind(const std::string &path,
+                                    ManifestKind &kind) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return reportError(FA_RT_ERROR_IO, "cannot open manifest '" + path + "'");
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  return manifestKind(contents.str(), path, kind);
+}
+
+std::vector<int64_t> fa::rt::tensorSizes(const std::string &name,
+                                         const LaunchShape &shape,
+                                         int64_t headDim, int64_t headDimV) {
+  const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
+  if (name == "q" || name == "dq" || name == "dq_accum")
+    return {b, tq, headDim};
+  if (name == "k" || name == "dk")
+    return {b, tk, headDim};
+  if (name == "v" || name == "dv")
+    return {b, tk, headDimV};
+  if (name == "o" || name == "do")
+    return {b, tq, headDimV};
+  if (name == "lse" || name == "delta")
+    return {b, tq};
+  return {};
+}
+
+std::string fa::rt::BackwardManifest::ptxPath() const {
+  if (!ptx.empty() && ptx[0] == '/')
+    return ptx;
+  return dir + "/" + ptx;
+}
+
+Manifest fa::rt::BackwardManifest::kernelView(size_t i) const {
+  Manifest view;
+  view.path = path;
+  view.dir = dir;
+  view.version = version;
+  view.kernel = kernels[i].kernel;
+  view.ptx = ptx;
+  view.chip = chip;
+  view.dtype = dtype;
+  view.oDtype = oDtype;
+  view.causal = causal;
+  view.scale = scale;
+  view.batch = batch;
+  view.batchShape = batchShape;
+  view.seqlenQ = seqlenQ;
+  view.seqlenK = seqlenK;
+  view.headDim = headDim;
+  view.headDimV = headDimV;
+  view.blockM = kernels[i].blockM;
+  view.blockN = kernels[i].blockN;
+  view.threads = kernels[i].threads;
+  view.sharedBytes = kernels[i].sharedBytes;
+  view.params = kernels[i].params;
+  view.grid = kernels[i].grid;
+  return view;
+}
+
+faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
+                                         const std::string &fileName,
+                                         BackwardManifest &manifest) {
+  manifest = BackwardManifest();
+  manifest.path = fileName;
+  manifest.dir = dirName(fileName);
+  auto fail = [&](int line, const std::string &message) {
+    return reportError(FA_RT_ERROR_MANIFEST,
+                       fileName + ":" + std::to_string(line) + ": " + message);
+  };
+  static const char *const headerRequired[] = {
+      "version",  "op",       "name",     "ptx",      "dtype",
+      "causal",   "scale",    "batch",    "seqlen_q", "seqlen_k",
+      "head_dim", "head_dim_v"};
+  static const char *const headerOptional[] = {
+      "chip",     "o_dtype",  "do_dtype",      "dq_dtype", "dk_dtype",
+      "dv_dtype", "batch_shape", "deterministic"};
+  static const char *const kernelKeys[] = {"threads",      "block_m",
+                                           "block_n",      "shared_bytes",
+                                           "params",       "grid"};
+  auto isIn = [](const std::string &key, auto &list) {
+    for (const char *name : list)
+      if (key == name)
+        return true;
+    return false;
+  };
+
+  std::map<std::string, int> seenAt;       // header key -> line
+  std::map<std::string, int> kernelSeenAt; // current section key -> line
+  int kernelLine = 0, lastLine = 1;
+  auto closeKernel = [&]() -> faRtStatus {
+    if (manifest.kernels.empty())
+      return FA_RT_SUCCESS;
+    for (const char *key : {"threads", "params", "grid"})
+      if (!kernelSeenAt.count(key))
+        return fail(kernelLine, "kernel '" + manifest.kernels.back().kernel +
+                                    "' lacks '" + key + "'");
+    return FA_RT_SUCCESS;
+  };
+
+  faRtStatus status = forEachLine(text, [&](int lineNo,
+                                            const std::vector<std::string>
+                                                &words) -> faRtStatus {
+    lastLine = lineNo;
+    const std::string &key = words[0];
+    std::vector<std::string> values(words.begin() + 1, words.end());
+    auto invalid = [&](const std::string &value, const char *expected) {
+      return fail(lineNo, "invalid value '" + value + "' for '" + key +
+                              "': expected " + expected);
+    };
+    auto expectOne = [&]() -> faRtStatus {
+      if (values.size() != 1)
+        return fail(lineNo, "expected 1 value for '" + key + "', got " +
+                                std::to_string(values.size()));
+      return FA_RT_SUCCESS;
+    };
+
+    if (key == "kernel") {
+      if (faRtStatus s = closeKernel())
+        return s;
+      if (faRtStatus s = expectOne())
+        return s;
+      manifest.kernels.emplace_back();
+      manifest.kernels.back().kernel = values[0];
+      kernelSeenAt.clear();
+      kernelLine = lineNo;
+      return FA_RT_SUCCESS;
+    }
+    if (key == "scratch") {
+      if (!manifest.kernels.empty())
+        return fail(lineNo, "'scratch' after the first kernel section");
+      if (values.size() < 2)
+        return fail(lineNo, "expected 'scratch NAME DTYPE DIM...', got " +
+                                std::to_string(values.size()) + " values");
+      ScratchBuffer buffer;
+      buffer.name = values[0];
+      if (!parseDtype(values[1], buffer.dtype))
+        return invalid(values[1], "f16, bf16 or f32");
+      for (size_t i = 2; i < values.size(); ++i) {
+        if (!isGridAtom(values[i]))
+          return invalid(values[i], "a size name (batch, seqlen_q, "
+                                    "head_dim, ...) or an integer");
+        buffer.dims.push_back(values[i]);
+      }
+      for (const ScratchBuffer &other : manifest.scratch)
+        if (other.name == buffer.name)
+          return fail(lineNo, "duplicate scratch buffer '" + buffer.name + "'");
+      if (!tensorSizes(buffer.name, LaunchShape(), 1, 1).empty() &&
+          buffer.name != "delta" && buffer.name != "dq_accum")
+        return fail(lineNo, "scratch buffer '" + buffer.name +
+                                "' shadows an operand of the op");
+      manifest.scratch.push_back(std::move(buffer));
+      return FA_RT_SUCCESS;
+    }
+
+    bool inKernel = !manifest.kernels.empty();
+    if (inKernel && isIn(key, kernelKeys)) {
+      if (auto it = kernelSeenAt.find(key); it != kernelSeenAt.end())
+        return fail(lineNo, "duplicate key '" + key + "' in kernel '" +
+                                manifest.kernels.back().kernel +
+                                "' (first on line " +
+                                std::to_string(it->second) + ")");
+      kernelSeenAt[key] = lineNo;
+      KernelLaunch &kernel = manifest.kernels.back();
+      if (key == "params") {
+        if (values.empty())
+          return fail(lineNo, "expected at least one value for 'params'");
+        kernel.params = values;
+        return FA_RT_SUCCESS;
+      }
+      if (key == "grid") {
+        if (values.size() != 3)
+          return fail(lineNo, "expected 3 values for 'grid', got " +
+                                  std::to_string(values.size()));
+        for (int i = 0; i < 3; ++i) {
+          if (!isGridExpr(values[i]))
+            return invalid(values[i], "an integer, a size name (batch, "
+                                      "seqlen_q, block_m, ...) or "
+                                      "ceil_div(a,b)");
+          kernel.grid[i] = values[i];
+        }
+        return FA_RT_SUCCESS;
+      }
+      if (faRtStatus s = expectOne())
+        return s;
+      int64_t parsed;
+      if (!parseCount(values[0], false, parsed))
+        return invalid(values[0], "a non-negative integer");
+      if (key == "threads") {
+        if (parsed == 0 || parsed > 1024)
+          return invalid(values[0], "an integer in [1, 1024]");
+        kernel.threads = parsed;
+      } else if (key == "block_m") {
+        kernel.blockM = parsed;
+      } else if (key == "block_n") {
+        kernel.blockN = parsed;
+      } else {
+        kernel.sharedBytes = parsed;
+      }
+      return FA_RT_SUCCESS;
+    }
+    if (!isIn(key, headerRequired) && !isIn(key, headerOptional))
+      return FA_RT_SUCCESS; // Unknown keys are for newer readers.
+    if (inKernel)
+      return fail(lineNo, "header key '" + key +
+                              "' after the first kernel section");
+    if (auto it = seenAt.find(key); it != seenAt.end())
+      return fail(lineNo, "duplicate key '" + key + "' (first on line " +
+                              std::to_string(it->second) + ")");
+    seenAt[key] = lineNo;
+    if (key == "batch_shape") {
+      if (values.empty())
+        return fail(lineNo, "expected at least one value for 'batch_shape'");
+      for (const std::string &dim : values) {
+        int64_t parsed;
+        if (!parseCount(dim, true, parsed))
+          return invalid(dim, "a non-negative integer or '?'");
+        manifest.batchShape.push_back(parsed);
+      }
+      return FA_RT_SUCCESS;
+    }
+    if (faRtStatus s = expectOne())
+      return s;
+    const std::string &value = values[0];
+    if (key == "version") {
+      if (value != "2")
+        return fail(lineNo, "expected version 2 for a backward manifest, "
+                            "got " +
+                                value);
+      manifest.version = 2;
+    } else if (key == "op") {
+      if (value != "attention_backward")
+        return invalid(value, "attention_backward");
+    } else if (key == "name") {
+      manifest.name = value;
+    } else if (key == "ptx") {
+      manifest.ptx = value;
+    } else if (key == "chip") {
+      manifest.chip = value;
+    } else if (key == "causal") {
+      if (!parseCausal(value, manifest.causal))
+        return invalid(value, "none, top_left or bottom_right");
+    } else if (key == "scale") {
+      const char *begin = value.c_str();
+      char *stop = nullptr;
+      errno = 0;
+      manifest.scale = std::strtod(begin, &stop);
+      if (stop == begin || *stop != '\0' || errno == ERANGE ||
+          !std::isfinite(manifest.scale))
+        return invalid(value, "a finite number");
+    } else if (key == "batch" || key == "seqlen_q" || key == "seqlen_k") {
+      int64_t parsed;
+      if (!parseCount(value, true, parsed))
+        return invalid(value, "a non-negative integer or '?'");
+      (key == "batch"      ? manifest.batch
+       : key == "seqlen_q" ? manifest.seqlenQ
+                           : manifest.seqlenK) = parsed;
+    } else if (key == "head_dim" || key == "head_dim_v") {
+      int64_t parsed;
+      if (!parseCount(value, false, parsed) || parsed == 0)
+        return invalid(value, "a positive integer");
+      (key == "head_dim" ? manifest.headDim : manifest.headDimV) = parsed;
+    } else if (key == "deterministic") {
+      if (value != "0" && value != "1")
+        return invalid(value, "0 or 1");
+      manifest.deterministic = value == "1";
+    } else {
+      faRtDtype dtype;
+      if (!parseDtype(value, dtype))
+        return invalid(value, "f16, bf16 or f32");
+      if (key == "dtype")
+        manifest.dtype = dtype;
+      else if (key == "o_dtype")
+        manifest.oDtype = dtype;
+      else if (key == "do_dtype")
+        manifest.doDtype = dtype;
+      else if (key == "dq_dtype")
+        manifest.dqDtype = dtype;
+      else if (key == "dk_dtype")
+        manifest.dkDtype = dtype;
+      else
+        manifest.dvDtype = dtype;
+    }
+    return FA_RT_SUCCESS;
+  });
+  if (status)
+    return status;
+  if (faRtStatus s = closeKernel())
+    return s;
+
+  for (const char *key : headerRequired)
+    if (!seenAt.count(key))
+      return fail(lastLine, std::string("missing required key '") + key + "'");
+  for (const char *key : {"o_dtype", "do_dtype", "dq_dtype", "dk_dtype",
+                          "dv_dtype"})
+    if (!seenAt.count(key)) {
+      faRtDtype &dtype = std::string(key) == "o_dtype"    ? manifest.oDtype
+                         : std::string(key) == "do_dtype" ? manifest.doDtype
+                         : std::string(key) == "dq_dtype" ? manifest.dqDtype
+                         : std::string(key) == "dk_dtype" ? manifest.dkDtype
+                                                          : manifest.dvDtype;
+      dtype = manifest.dtype;
+    }
+  if (manifest.kernels.empty())
+    return fail(lastLine, "expected at least one kernel section");
+
+  // Every param names an operand, a result or a scratch buffer.
+  for (const KernelLaunch &kernel : manifest.kernels)
+    for (const std::string &param : kernel.params) {
+      bool known = false;
+      for (const char *name : {"q", "k", "v", "o", "do", "lse", "dq", "dk",
+                               "dv"})
+        known |= param == name;
+      for (const ScratchBuffer &buffer : manifest.scratch)
+        known |= param == buffer.name;
+      if (!known || tensorSizes(param, LaunchShape(), 1, 1).empty())
+        return reportError(FA_RT_ERROR_MANIFEST,
+                           fileName + ": kernel '" + kernel.kernel +
+                               "' takes '" + param +
+                               "', which is neither an operand, a result "
+                               "nor a scratch buffer of the manifest");
+    }
+  return FA_RT_SUCCESS;
+}
+
+faRtStatus fa::rt::readBackwardManifestFile(const std::string &path,
+                                            BackwardManifest &manifest) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return reportError(FA_RT_ERROR_IO, "cannot open manifest '" + path + "'");
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  return parseBackwardManifest(contents.str(), path, manifest);
+}
+
+faRtStatus fa::rt::backwardWorkspaceLayout(const BackwardManifest &manifest,
+                                           const LaunchShape &shape,
+                                           WorkspaceLayout &layout) {
+  layout = WorkspaceLayout();
+  Manifest view;
+  view.headDim = manifest.headDim;
+  view.headDimV = manifest.headDimV;
+  for (const ScratchBuffer &buffer : manifest.scratch) {
+    uint64_t elements = 1;
+    for (const std::string &dim : buffer.dims)
+      elements *= static_cast<uint64_t>(gridAtomValue(dim, view, shape));
+    layout.offsets.push_back(layout.bytes);
+    uint64_t bytes = elements * dtypeSize(buffer.dtype);
+    layout.bytes += (bytes + 255) / 256 * 256;
+  }
+  return FA_RT_SUCCESS;
+}
+
+std::vector<uint64_t> fa::rt::buildBackwardKernelParams(
+    const BackwardManifest &manifest, size_t i, const LaunchShape &shape,
+    const std::vector<std::pair<std::string, uint64_t>> &pointers) {
+  std::vector<uint64_t> params;
+  for (const std::string &name : manifest.kernels[i].params) {
+    uint64_t ptr = 0;
+    for (const auto &[key, value] : pointers)
+      if (key == name)
+        ptr = value;
+    std::vector<int64_t> sizes =
+        tensorSizes(name, shape, manifest.headDim, manifest.headDimV);
+    appendMemRefParams(params, ptr, 0, sizes, rowMajorStrides(sizes));
+  }
+  return params;
+}

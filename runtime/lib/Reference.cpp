@@ -115,3 +115,85 @@ void fa::rt::referenceAttention(const AttentionShape &shape, const float *q,
   for (std::thread &thread : threads)
     thread.join();
 }
+
+/// The backward of one batch entry, row by row, in double.
+static void referenceBackwardEntry(const fa::rt::AttentionShape &shape,
+                                   const float *q, const float *k,
+                                   const float *v, const float *dout,
+                                   double *dq, double *dk, double *dv) {
+  const int64_t tq = shape.seqlenQ, tk = shape.seqlenK;
+  const int64_t d = shape.headDim, dvDim = shape.headDimV;
+  std::fill(dq, dq + tq * d, 0.0);
+  std::fill(dk, dk + tk * d, 0.0);
+  std::fill(dv, dv + tk * dvDim, 0.0);
+  std::vector<double> p, o(dvDim);
+  for (int64_t i = 0; i < tq; ++i) {
+    const int64_t visible = fa::rt::visibleKeys(shape.causal, i, tq, tk);
+    if (visible == 0)
+      continue;
+    const float *qRow = q + i * d, *doRow = dout + i * dvDim;
+    p.resize(visible);
+    double maxScore = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < visible; ++j) {
+      double dot = 0;
+      for (int64_t c = 0; c < d; ++c)
+        dot += static_cast<double>(qRow[c]) * static_cast<double>(k[j * d + c]);
+      p[j] = shape.scale * dot;
+      maxScore = std::max(maxScore, p[j]);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < visible; ++j)
+      sum += p[j] = std::exp(p[j] - maxScore);
+    std::fill(o.begin(), o.end(), 0.0);
+    for (int64_t j = 0; j < visible; ++j) {
+      p[j] /= sum;
+      for (int64_t e = 0; e < dvDim; ++e)
+        o[e] += p[j] * static_cast<double>(v[j * dvDim + e]);
+    }
+    double delta = 0;
+    for (int64_t e = 0; e < dvDim; ++e)
+      delta += static_cast<double>(doRow[e]) * o[e];
+    for (int64_t j = 0; j < visible; ++j) {
+      double dp = 0;
+      for (int64_t e = 0; e < dvDim; ++e) {
+        dp += static_cast<double>(doRow[e]) *
+              static_cast<double>(v[j * dvDim + e]);
+        dv[j * dvDim + e] += p[j] * static_cast<double>(doRow[e]);
+      }
+      const double ds = shape.scale * p[j] * (dp - delta);
+      for (int64_t c = 0; c < d; ++c) {
+        dq[i * d + c] += ds * static_cast<double>(k[j * d + c]);
+        dk[j * d + c] += ds * static_cast<double>(qRow[c]);
+      }
+    }
+  }
+}
+
+void fa::rt::referenceAttentionBackward(const AttentionShape &shape,
+                                        const float *q, const float *k,
+                                        const float *v, const float *dout,
+                                        double *dq, double *dk, double *dv,
+                                        unsigned numThreads) {
+  const int64_t tq = shape.seqlenQ, tk = shape.seqlenK;
+  const int64_t d = shape.headDim, dvDim = shape.headDimV;
+  if (shape.batch == 0)
+    return;
+  if (numThreads == 0)
+    numThreads = std::max(1u, std::thread::hardware_concurrency());
+  numThreads = static_cast<unsigned>(
+      std::min<int64_t>(static_cast<int64_t>(numThreads), shape.batch));
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    for (int64_t b = next++; b < shape.batch; b = next++)
+      referenceBackwardEntry(shape, q + b * tq * d, k + b * tk * d,
+                             v + b * tk * dvDim, dout + b * tq * dvDim,
+                             dq + b * tq * d, dk + b * tk * d,
+                             dv + b * tk * dvDim);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < numThreads; ++t)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &thread : threads)
+    thread.join();
+}

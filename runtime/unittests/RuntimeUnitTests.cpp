@@ -580,6 +580,245 @@ static void testNoDriver() {
             "FA_RT_ERROR_PTX_LOAD");
 }
 
+/// The backward example of docs/ARTIFACTS.md (atomic dq).
+static const char *const kBackwardManifest = R"(# fa backward manifest
+version 2
+op attention_backward
+name main_attention_backward_0
+ptx main_attention_backward_0.ptx
+chip sm_90a
+dtype bf16
+o_dtype bf16
+do_dtype bf16
+dq_dtype bf16
+dk_dtype bf16
+dv_dtype f32
+causal top_left
+scale 0.125
+batch 16
+batch_shape 2 8
+seqlen_q ?
+seqlen_k ?
+head_dim 64
+head_dim_v 64
+deterministic 0
+scratch delta f32 batch seqlen_q
+scratch dq_accum f32 batch seqlen_q head_dim
+kernel main_attention_backward_0_delta
+threads 128
+shared_bytes 0
+params o do delta dq_accum
+grid ceil_div(seqlen_q,threads) batch 1
+kernel main_attention_backward_0_dkdv
+threads 64
+block_m 64
+block_n 64
+shared_bytes 0
+params q k v do lse delta dk dv dq_accum
+grid ceil_div(seqlen_k,block_n) batch 1
+kernel main_attention_backward_0_dq_convert
+threads 128
+shared_bytes 0
+params dq_accum dq
+grid ceil_div(seqlen_q,threads) batch 1
+)";
+
+static std::string backwardParseError(const std::string &text) {
+  fa::rt::BackwardManifest m;
+  faRtStatus status = fa::rt::parseBackwardManifest(text, "dir/b.manifest", m);
+  if (status == FA_RT_SUCCESS)
+    return "<parsed>";
+  return std::string(faRtStatusName(status)) + ": " + faRtGetLastError();
+}
+
+/// kBackwardManifest with the first occurrence of `from` replaced by `to`.
+static std::string backwardWith(const std::string &from,
+                                const std::string &to) {
+  std::string text = kBackwardManifest;
+  size_t pos = text.find(from);
+  if (pos != std::string::npos)
+    text.replace(pos, from.size(), to);
+  return text;
+}
+
+#define EXPECT_BACKWARD_ERROR(text, needle)                                    \
+  do {                                                                         \
+    std::string error_ = backwardParseError(text);                             \
+    bool ok_ = contains(error_, needle);                                       \
+    reportCheck(ok_, "error contains: " needle, __FILE__, __LINE__);           \
+    if (!ok_)                                                                  \
+      std::printf("    got: %s\n", error_.c_str());                            \
+  } while (false)
+
+static void testBackwardManifestGood() {
+  fa::rt::ManifestKind kind = fa::rt::ManifestKind::Forward;
+  EXPECT_EQ(fa::rt::manifestKind(kBackwardManifest, "b.manifest", kind),
+            FA_RT_SUCCESS);
+  EXPECT(kind == fa::rt::ManifestKind::Backward);
+  EXPECT_EQ(fa::rt::manifestKind(kGoodManifest, "f.manifest", kind),
+            FA_RT_SUCCESS);
+  EXPECT(kind == fa::rt::ManifestKind::Forward);
+
+  fa::rt::BackwardManifest m;
+  EXPECT_EQ(fa::rt::parseBackwardManifest(kBackwardManifest, "dir/b.manifest",
+                                          m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.name, "main_attention_backward_0");
+  EXPECT_EQ(m.ptxPath(), "dir/main_attention_backward_0.ptx");
+  EXPECT_EQ(m.dtype, FA_RT_DTYPE_BF16);
+  EXPECT_EQ(m.dvDtype, FA_RT_DTYPE_F32);
+  EXPECT_EQ(m.causal, FA_RT_CAUSAL_TOP_LEFT);
+  EXPECT_EQ(m.batch, 16);
+  EXPECT_EQ(m.seqlenQ, kDynamic);
+  EXPECT_EQ(m.headDim, 64);
+  EXPECT(!m.deterministic);
+  EXPECT_EQ(m.scratch.size(), 2u);
+  EXPECT_EQ(m.scratch[1].name, "dq_accum");
+  EXPECT_EQ(m.scratch[1].dims.size(), 3u);
+  EXPECT_EQ(m.kernels.size(), 3u);
+  EXPECT_EQ(m.kernels[0].kernel, "main_attention_backward_0_delta");
+  EXPECT_EQ(m.kernels[1].threads, 64);
+  EXPECT_EQ(m.kernels[1].blockN, 64);
+  EXPECT_EQ(m.kernels[2].params.size(), 2u);
+
+  // Grids per kernel, and the workspace: delta (16 * 100 f32 = 6400 bytes,
+  // padded to 6400) then dq_accum (16 * 100 * 64 f32).
+  fa::rt::LaunchShape shape{16, 100, 300};
+  std::array<uint32_t, 3> grid;
+  EXPECT_EQ(fa::rt::computeGrid(m.kernelView(0), shape, grid), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{1, 16, 1}));
+  EXPECT_EQ(fa::rt::computeGrid(m.kernelView(1), shape, grid), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{5, 16, 1}));
+  fa::rt::WorkspaceLayout layout;
+  EXPECT_EQ(fa::rt::backwardWorkspaceLayout(m, shape, layout), FA_RT_SUCCESS);
+  EXPECT_EQ(layout.offsets.size(), 2u);
+  EXPECT_EQ(layout.offsets[1], 6400u);
+  EXPECT_EQ(layout.bytes, 6400u + 16u * 100u * 64u * 4u);
+  EXPECT_EQ(fa::rt::checkLaunchShape(m.kernelView(0), {8, 100, 300}),
+            FA_RT_ERROR_SHAPE);
+
+  // Kernel 2 (dq_convert): dq_accum then dq, rank-3 descriptors (9 each).
+  std::vector<uint64_t> params = fa::rt::buildBackwardKernelParams(
+      m, 2, shape, {{"dq", 0x1000}, {"dq_accum", 0x2000}});
+  EXPECT_EQ(params.size(), 18u);
+  EXPECT_EQ(params[0], 0x2000u);
+  EXPECT_EQ(params[3], 16u);
+  EXPECT_EQ(params[6], 6400u); // stride of the batch dim: 100 * 64
+  EXPECT_EQ(params[9], 0x1000u);
+  // Kernel 0: o, do (rank 3), delta (rank 2), dq_accum (rank 3).
+  EXPECT_EQ(fa::rt::buildBackwardKernelParams(m, 0, shape, {}).size(),
+            9u * 3 + 7u);
+
+  // Without o_dtype etc. the grads default to dtype; unknown keys pass.
+  std::string defaults = backwardWith("dv_dtype f32\n", "future_key 7\n");
+  EXPECT_EQ(fa::rt::parseBackwardManifest(defaults, "b.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.dvDtype, FA_RT_DTYPE_BF16);
+}
+
+static void testBackwardManifestMalformed() {
+  EXPECT_BACKWARD_ERROR(backwardWith("version 2", "version 1"),
+                        "b.manifest:2: expected version 2 for a backward "
+                        "manifest, got 1");
+  EXPECT_BACKWARD_ERROR(backwardWith("name main_attention_backward_0\n", ""),
+                        "missing required key 'name'");
+  EXPECT_BACKWARD_ERROR(backwardWith("threads 64\n", ""),
+                        "kernel 'main_attention_backward_0_dkdv' lacks "
+                        "'threads'");
+  EXPECT_BACKWARD_ERROR(backwardWith("block_m 64\n", "block_m 64\nblock_m 8\n"),
+                        "duplicate key 'block_m' in kernel");
+  EXPECT_BACKWARD_ERROR(backwardWith("params dq_accum dq",
+                                     "params dq_accum dq scores"),
+                        "takes 'scores', which is neither an operand");
+  EXPECT_BACKWARD_ERROR(
+      backwardWith("scratch dq_accum f32 batch seqlen_q head_dim\n", ""),
+      "takes 'dq_accum', which is neither");
+  EXPECT_BACKWARD_ERROR(backwardWith("scratch delta f32 batch seqlen_q",
+                                     "scratch delta f32 batch seqlen_x"),
+                        "invalid value 'seqlen_x' for 'scratch'");
+  EXPECT_BACKWARD_ERROR(backwardWith("threads 128", "threads 2048"),
+                        "invalid value '2048' for 'threads'");
+  EXPECT_BACKWARD_ERROR(
+      std::string(kBackwardManifest) + "causal none\n",
+      "header key 'causal' after the first kernel section");
+  std::string noKernels = kBackwardManifest;
+  noKernels = noKernels.substr(0, noKernels.find("kernel "));
+  EXPECT_BACKWARD_ERROR(noKernels, "expected at least one kernel section");
+
+  // The kind of a manifest: version 3, or a version 2 of another op, is not
+  // read; a forward reader rejects a backward manifest by its version.
+  fa::rt::ManifestKind kind;
+  EXPECT_EQ(fa::rt::manifestKind("version 3\n", "x.manifest", kind),
+            FA_RT_ERROR_MANIFEST);
+  EXPECT(contains(faRtGetLastError(), "unsupported manifest version 3"));
+  EXPECT_EQ(fa::rt::manifestKind("version 2\nop attention\n", "x.manifest",
+                                 kind),
+            FA_RT_ERROR_MANIFEST);
+  EXPECT_ERROR(kBackwardManifest, "unsupported manifest version 2");
+}
+
+/// The closed-form float64 backward against central differences of
+/// L = sum(do * o) through referenceAttention, for every causal kind.
+static void testReferenceBackwardFiniteDifferences() {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (faRtCausal causal : {FA_RT_CAUSAL_NONE, FA_RT_CAUSAL_TOP_LEFT,
+                            FA_RT_CAUSAL_BOTTOM_RIGHT}) {
+    fa::rt::AttentionShape shape{2, 5, 7, 3, 4, 0.6, causal};
+    if (causal == FA_RT_CAUSAL_BOTTOM_RIGHT)
+      shape.seqlenK = 3; // Tq > Tk: rows 0 and 1 see no key.
+    auto fill = [&](int64_t n) {
+      std::vector<float> x(n);
+      for (float &e : x)
+        e = normal(rng);
+      return x;
+    };
+    const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
+    std::vector<float> q = fill(b * tq * 3), k = fill(b * tk * 3),
+                       v = fill(b * tk * 4), dout = fill(b * tq * 4);
+    std::vector<double> dq(q.size()), dk(k.size()), dv(v.size());
+    fa::rt::referenceAttentionBackward(shape, q.data(), k.data(), v.data(),
+                                       dout.data(), dq.data(), dk.data(),
+                                       dv.data(), 2);
+    auto loss = [&]() {
+      std::vector<double> o(b * tq * 4);
+      fa::rt::referenceAttention(shape, q.data(), k.data(), v.data(),
+                                 o.data(), nullptr, 1);
+      double sum = 0;
+      for (size_t i = 0; i < o.size(); ++i)
+        sum += o[i] * dout[i];
+      return sum;
+    };
+    // The inputs are float: steps of 1/64 are exact, the differences are
+    // O(h^2) = 2.4e-4 relative to the curvature.
+    const float h = 1.0f / 64;
+    double worst = 0;
+    auto probe = [&](std::vector<float> &x, const std::vector<double> &g) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        float saved = x[i];
+        x[i] = saved + h;
+        double up = loss();
+        x[i] = saved - h;
+        double down = loss();
+        x[i] = saved;
+        worst = std::max(worst, std::fabs((up - down) / (2 * h) - g[i]));
+      }
+    };
+    probe(q, dq);
+    probe(k, dk);
+    probe(v, dv);
+    EXPECT(worst < 2e-3);
+    if (!(worst < 2e-3))
+      std::printf("    causal %d: max |finite difference - closed form| = "
+                  "%.3e\n",
+                  static_cast<int>(causal), worst);
+    // Rows that see no key get dq = 0.
+    if (causal == FA_RT_CAUSAL_BOTTOM_RIGHT)
+      for (int64_t c = 0; c < 3; ++c)
+        EXPECT_EQ(dq[1 * 3 + c], 0.0);
+  }
+}
+
 int main() {
   struct Test {
     const char *name;
@@ -600,6 +839,10 @@ int main() {
       {"reference-invariants", testReferenceInvariants},
       {"flops", testFlops},
       {"no-driver", testNoDriver},
+      {"backward-manifest-good", testBackwardManifestGood},
+      {"backward-manifest-malformed", testBackwardManifestMalformed},
+      {"reference-backward-finite-differences",
+       testReferenceBackwardFiniteDifferences},
   };
   int failed = 0, count = 0;
   for (const Test &test : tests) {

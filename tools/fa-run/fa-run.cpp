@@ -13,6 +13,13 @@
 // rounded inputs, then times --repeat launches with CUDA events. Exit status:
 // 0 pass, 1 numerical failure, 2 usage or setup error.
 //
+// A backward manifest (version 2, op attention_backward) is detected: q, k,
+// v, do are random, o and lse come from a float64 forward on the host (o
+// rounded to its dtype), the kernels run in manifest order, and dq, dk, dv
+// are checked against the float64 closed form (relative errors);
+// --check-deterministic runs twice and compares the gradients bitwise;
+// --memory-only skips the O(T^2) host work and reports device memory.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/CudaDriver.h"
@@ -28,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -50,6 +58,8 @@ struct Options {
   unsigned refThreads = 0;
   double tol = -1, lseTol = -1;
   bool check = true;
+  bool checkDeterministic = false;
+  bool memoryOnly = false;
   std::string saveDir;
 };
 
@@ -107,7 +117,15 @@ static void printUsage(std::FILE *out) {
       "  --ref-threads N  threads for the reference (default: all cores)\n"
       "  --device N       CUDA device (default 0)\n"
       "  --save DIR       write q k v o lse (.f32, raw float32) and "
-      "meta.json\n",
+      "meta.json\n"
+      "backward manifests (version 2, op attention_backward) also take:\n"
+      "  --check-deterministic  run the backward twice, fail unless dq is "
+      "bitwise identical\n"
+      "  --memory-only    no host reference: o and lse are synthetic (o "
+      "random, lse = log(visible keys)); reports the device memory of one "
+      "run\n"
+      "  (--tol is then the max relative error of each of dq, dk, dv; "
+      "default f32 1e-5, f16 1e-2, bf16 5e-2)\n",
       out);
 }
 
@@ -218,6 +236,11 @@ static int parseOptions(int argc, char **argv, Options &options) {
       if (!doubleOption(options.lseTol))
         return kExitError;
     } else if (arg == "--no-check") {
+      options.check = false;
+    } else if (arg == "--check-deterministic") {
+      options.checkDeterministic = true;
+    } else if (arg == "--memory-only") {
+      options.memoryOnly = true;
       options.check = false;
     } else if (arg == "--save") {
       if (!needValue())
@@ -386,10 +409,418 @@ static std::string jsonNumber(double value) {
   return buffer;
 }
 
+//===----------------------------------------------------------------------===//
+// Backward manifests
+//===----------------------------------------------------------------------===//
+
+/// Default tolerance on each of ||g - ref|| / ||ref|| for g in dq, dk, dv.
+/// The kernels see o rounded to its dtype, so delta = rowsum(do * o) is off
+/// by that rounding, and dS = P (dP - delta) cancels: for 16-bit inputs the
+/// gradients' errors are several times the forward's (SDPA's flash backward
+/// measures about 5e-3 bf16, 7e-4 f16 on random data). The defaults leave
+/// room above that while catching indexing or masking bugs (errors near 1).
+static double defaultGradTolerance(faRtDtype coarsest) {
+  switch (coarsest) {
+  case FA_RT_DTYPE_BF16:
+    return 5e-2;
+  case FA_RT_DTYPE_F16:
+    return 1e-2;
+  case FA_RT_DTYPE_F32:
+    break;
+  }
+  return 1e-5;
+}
+
+static faRtDtype coarsestDtype(std::initializer_list<faRtDtype> dtypes) {
+  faRtDtype result = FA_RT_DTYPE_F32;
+  for (faRtDtype dtype : dtypes) {
+    if (dtype == FA_RT_DTYPE_BF16)
+      return FA_RT_DTYPE_BF16;
+    if (dtype == FA_RT_DTYPE_F16)
+      result = FA_RT_DTYPE_F16;
+  }
+  return result;
+}
+
+/// ||out - ref|| / ||ref|| (||out|| when ref is all zero).
+static double relativeError(const std::vector<float> &out,
+                            const std::vector<double> &ref) {
+  double diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double d = static_cast<double>(out[i]) - ref[i];
+    diff2 += d * d;
+    ref2 += ref[i] * ref[i];
+  }
+  return ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+}
+
+static faRtStatus downloadRaw(const DeviceBuffer &buffer, size_t bytes,
+                              std::vector<unsigned char> &out) {
+  out.assign(bytes, 0);
+  if (bytes)
+    FA_RT_CUDA_CHECK(cuMemcpyDtoH, out.data(), buffer.ptr, bytes);
+  return FA_RT_SUCCESS;
+}
+
+namespace {
+struct BackwardResults {
+  std::vector<float> dq, dk, dv;
+  std::vector<float> timesMs;
+  uint64_t tensorBytes = 0, inputBytes = 0, outputBytes = 0,
+           workspaceBytes = 0;
+  int64_t freeDelta = 0; ///< cuMemGetInfo free before - after the first run
+  int determinismMismatches = -1; ///< -1: not checked
+};
+} // namespace
+
+static faRtStatus runBackward(faRtBackward backward,
+                              const fa::rt::BackwardManifest &m,
+                              const fa::rt::LaunchShape &shape,
+                              const std::vector<std::vector<float>> &inputs,
+                              const Options &options,
+                              BackwardResults &results) {
+  const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
+  const int64_t d = m.headDim, dv = m.headDimV;
+  size_t freeBefore = 0, freeAfter = 0, total = 0;
+  FA_RT_CUDA_CHECK(cuMemGetInfo, &freeBefore, &total);
+
+  // q k v o do lse, in their dtypes.
+  const faRtDtype inputTypes[] = {m.dtype,   m.dtype,   m.dtype,
+                                  m.oDtype,  m.doDtype, FA_RT_DTYPE_F32};
+  DeviceBuffer in[6];
+  for (int i = 0; i < 6; ++i) {
+    if (faRtStatus s = uploadEncoded(inputs[i], inputTypes[i], in[i]))
+      return s;
+    results.inputBytes += inputs[i].size() * fa::rt::dtypeSize(inputTypes[i]);
+  }
+  const size_t dqCount = b * tq * d, dkCount = b * tk * d,
+               dvCount = b * tk * dv;
+  DeviceBuffer dqBuf, dkBuf, dvBuf, workspace;
+  if (faRtStatus s = allocPoisoned(dqCount, m.dqDtype, dqBuf))
+    return s;
+  if (faRtStatus s = allocPoisoned(dkCount, m.dkDtype, dkBuf))
+    return s;
+  if (faRtStatus s = allocPoisoned(dvCount, m.dvDtype, dvBuf))
+    return s;
+  results.outputBytes = dqCount * fa::rt::dtypeSize(m.dqDtype) +
+                        dkCount * fa::rt::dtypeSize(m.dkDtype) +
+                        dvCount * fa::rt::dtypeSize(m.dvDtype);
+  uint64_t workspaceBytes = 0;
+  if (faRtStatus s = faRtBackwardWorkspaceSize(backward, b, tq, tk,
+                                               &workspaceBytes))
+    return s;
+  results.workspaceBytes = workspaceBytes;
+  if (workspaceBytes)
+    FA_RT_CUDA_CHECK(cuMemAlloc, &workspace.ptr, workspaceBytes);
+  results.tensorBytes =
+      results.inputBytes + results.outputBytes + results.workspaceBytes;
+
+  Timing timing;
+  FA_RT_CUDA_CHECK(cuStreamCreate, &timing.stream, CU_STREAM_NON_BLOCKING);
+  faRtBackwardTensors tensors{in[0].ptr, in[1].ptr, in[2].ptr, in[3].ptr,
+                              in[4].ptr, in[5].ptr, dqBuf.ptr, dkBuf.ptr,
+                              dvBuf.ptr, workspace.ptr};
+  auto launch = [&]() {
+    return faRtBackwardLaunch(backward, &tensors, b, tq, tk, timing.stream);
+  };
+  if (faRtStatus s = launch())
+    return s;
+  FA_RT_CUDA_CHECK(cuStreamSynchronize, timing.stream);
+  FA_RT_CUDA_CHECK(cuMemGetInfo, &freeAfter, &total);
+  results.freeDelta =
+      static_cast<int64_t>(freeBefore) - static_cast<int64_t>(freeAfter);
+  if (faRtStatus s = download(dqBuf, dqCount, m.dqDtype, results.dq))
+    return s;
+  if (faRtStatus s = download(dkBuf, dkCount, m.dkDtype, results.dk))
+    return s;
+  if (faRtStatus s = download(dvBuf, dvCount, m.dvDtype, results.dv))
+    return s;
+
+  if (options.checkDeterministic) {
+    // A second run into re-poisoned outputs; dq (and dk, dv) must match
+    // bit for bit.
+    const size_t bytes[3] = {dqCount * fa::rt::dtypeSize(m.dqDtype),
+                             dkCount * fa::rt::dtypeSize(m.dkDtype),
+                             dvCount * fa::rt::dtypeSize(m.dvDtype)};
+    DeviceBuffer *bufs[3] = {&dqBuf, &dkBuf, &dvBuf};
+    std::vector<unsigned char> first[3], second[3];
+    for (int i = 0; i < 3; ++i)
+      if (faRtStatus s = downloadRaw(*bufs[i], bytes[i], first[i]))
+        return s;
+    for (int i = 0; i < 3; ++i)
+      FA_RT_CUDA_CHECK(cuMemsetD8, bufs[i]->ptr, 0xff, bytes[i]);
+    if (faRtStatus s = launch())
+      return s;
+    FA_RT_CUDA_CHECK(cuStreamSynchronize, timing.stream);
+    results.determinismMismatches = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (faRtStatus s = downloadRaw(*bufs[i], bytes[i], second[i]))
+        return s;
+      size_t differing = 0;
+      for (size_t j = 0; j < bytes[i]; ++j)
+        differing += first[i][j] != second[i][j] ? 1 : 0;
+      std::printf("deterministic: %s %s across 2 runs (%zu of %zu bytes "
+                  "differ)\n",
+                  i == 0 ? "dq" : i == 1 ? "dk" : "dv",
+                  differing ? "DIFFERS" : "bitwise identical", differing,
+                  bytes[i]);
+      results.determinismMismatches += differing ? 1 : 0;
+    }
+  }
+
+  if (options.repeat == 0)
+    return FA_RT_SUCCESS;
+  for (int i = 0; i < options.warmup; ++i)
+    if (faRtStatus s = launch())
+      return s;
+  timing.events.resize(2 * options.repeat, nullptr);
+  for (CUevent &event : timing.events)
+    FA_RT_CUDA_CHECK(cuEventCreate, &event, CU_EVENT_DEFAULT);
+  for (int i = 0; i < options.repeat; ++i) {
+    FA_RT_CUDA_CHECK(cuEventRecord, timing.events[2 * i], timing.stream);
+    if (faRtStatus s = launch())
+      return s;
+    FA_RT_CUDA_CHECK(cuEventRecord, timing.events[2 * i + 1], timing.stream);
+  }
+  FA_RT_CUDA_CHECK(cuStreamSynchronize, timing.stream);
+  for (int i = 0; i < options.repeat; ++i) {
+    float ms = 0;
+    FA_RT_CUDA_CHECK(cuEventElapsedTime, &ms, timing.events[2 * i],
+                     timing.events[2 * i + 1]);
+    results.timesMs.push_back(ms);
+  }
+  return FA_RT_SUCCESS;
+}
+
+/// fa-run on a backward manifest: random q, k, v, do; o and lse from a
+/// float64 forward on the host (o rounded to its dtype); dq, dk, dv checked
+/// against the float64 closed form.
+static int runBackwardMain(Options &options) {
+  fa::rt::BackwardManifest m;
+  if (fa::rt::readBackwardManifestFile(options.manifest, m))
+    return fail(faRtGetLastError());
+  fa::rt::LaunchShape shape;
+  shape.batch = options.batch >= 0            ? options.batch
+                : m.batch != fa::rt::kDynamic ? m.batch
+                                              : 4;
+  shape.seqlenQ = options.seqlenQ >= 0            ? options.seqlenQ
+                  : m.seqlenQ != fa::rt::kDynamic ? m.seqlenQ
+                                                  : 256;
+  shape.seqlenK = options.seqlenK >= 0            ? options.seqlenK
+                  : m.seqlenK != fa::rt::kDynamic ? m.seqlenK
+                                                  : shape.seqlenQ;
+  if (fa::rt::checkLaunchShape(m.kernelView(0), shape))
+    return fail(faRtGetLastError());
+  if (!options.saveDir.empty()) {
+    struct stat info;
+    if (stat(options.saveDir.c_str(), &info) != 0 &&
+        mkdir(options.saveDir.c_str(), 0755) != 0)
+      return fail("cannot create --save folder '" + options.saveDir +
+                  "': " + std::strerror(errno));
+  }
+  faRtBackward backward = nullptr;
+  if (fa::rt::loadBackward(m, options.device, &backward))
+    return fail(faRtGetLastError());
+
+  if (!options.seedGiven)
+    options.seed = std::random_device()() ^
+                   (static_cast<uint64_t>(std::random_device()()) << 32);
+  const double tol =
+      options.tol >= 0
+          ? options.tol
+          : defaultGradTolerance(coarsestDtype(
+                {m.dtype, m.oDtype, m.doDtype, m.dqDtype, m.dkDtype,
+                 m.dvDtype}));
+  const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
+  std::string kernels;
+  for (const fa::rt::KernelLaunch &kernel : m.kernels)
+    kernels += (kernels.empty() ? "" : ", ") + kernel.kernel;
+  std::printf("backward: %s (%s), kernels: %s\n", m.name.c_str(),
+              m.path.c_str(), kernels.c_str());
+  std::printf("config: dtype %s o %s do %s dq %s dk %s dv %s causal %s "
+              "scale %g batch %lld seqlen_q %lld seqlen_k %lld head_dim %lld "
+              "head_dim_v %lld deterministic %d\n",
+              fa::rt::dtypeName(m.dtype), fa::rt::dtypeName(m.oDtype),
+              fa::rt::dtypeName(m.doDtype), fa::rt::dtypeName(m.dqDtype),
+              fa::rt::dtypeName(m.dkDtype), fa::rt::dtypeName(m.dvDtype),
+              fa::rt::causalName(m.causal), m.scale,
+              static_cast<long long>(b), static_cast<long long>(tq),
+              static_cast<long long>(tk), static_cast<long long>(m.headDim),
+              static_cast<long long>(m.headDimV), m.deterministic ? 1 : 0);
+  std::printf("seed: %llu (q, k, v, do: normal(0, 1) rounded to their "
+              "dtypes; o, lse: %s)\n",
+              static_cast<unsigned long long>(options.seed),
+              options.memoryOnly ? "synthetic (--memory-only)"
+                                 : "float64 forward on the host");
+  std::fflush(stdout);
+
+  std::mt19937_64 rng(options.seed);
+  std::vector<std::vector<float>> inputs(6);
+  inputs[0] = randomNormal(b * tq * m.headDim, rng, m.dtype);
+  inputs[1] = randomNormal(b * tk * m.headDim, rng, m.dtype);
+  inputs[2] = randomNormal(b * tk * m.headDimV, rng, m.dtype);
+  inputs[4] = randomNormal(b * tq * m.headDimV, rng, m.doDtype);
+  fa::rt::AttentionShape problem{b,          tq,      tk,      m.headDim,
+                                 m.headDimV, m.scale, m.causal};
+  if (options.memoryOnly) {
+    inputs[3] = randomNormal(b * tq * m.headDimV, rng, m.oDtype);
+    inputs[5].resize(b * tq);
+    for (int64_t i = 0; i < b * tq; ++i) {
+      int64_t visible = fa::rt::visibleKeys(m.causal, i % tq, tq, tk);
+      inputs[5][i] = visible ? std::log(static_cast<float>(visible))
+                             : -std::numeric_limits<float>::infinity();
+    }
+  } else {
+    std::vector<double> refO(b * tq * m.headDimV), refLse(b * tq);
+    fa::rt::referenceAttention(problem, inputs[0].data(), inputs[1].data(),
+                               inputs[2].data(), refO.data(), refLse.data(),
+                               options.refThreads);
+    inputs[3].resize(refO.size());
+    for (size_t i = 0; i < refO.size(); ++i)
+      inputs[3][i] =
+          fa::rt::roundToDtype(static_cast<float>(refO[i]), m.oDtype);
+    inputs[5].resize(refLse.size());
+    for (size_t i = 0; i < refLse.size(); ++i)
+      inputs[5][i] = static_cast<float>(refLse[i]);
+  }
+
+  BackwardResults results;
+  faRtStatus status =
+      runBackward(backward, m, shape, inputs, options, results);
+  std::string runError = status ? faRtGetLastError() : "";
+  faRtBackwardUnload(backward);
+  if (status)
+    return fail(runError);
+
+  std::printf("memory: %llu bytes of device tensors (inputs %llu, outputs "
+              "%llu, workspace %llu); cuMemGetInfo free-memory drop over "
+              "allocation and first run: %lld bytes\n",
+              static_cast<unsigned long long>(results.tensorBytes),
+              static_cast<unsigned long long>(results.inputBytes),
+              static_cast<unsigned long long>(results.outputBytes),
+              static_cast<unsigned long long>(results.workspaceBytes),
+              static_cast<long long>(results.freeDelta));
+
+  bool passed = true;
+  const char *names[3] = {"dq", "dk", "dv"};
+  std::vector<float> *grads[3] = {&results.dq, &results.dk, &results.dv};
+  for (int i = 0; i < 3; ++i) {
+    size_t nan = 0;
+    for (float value : *grads[i])
+      nan += std::isnan(value) ? 1 : 0;
+    if (nan) {
+      std::printf("FAIL: NaN (unwritten or computed) in %zu of %zu %s "
+                  "elements\n",
+                  nan, grads[i]->size(), names[i]);
+      passed = false;
+    }
+  }
+  if (results.determinismMismatches > 0) {
+    std::printf("FAIL: the two runs differ\n");
+    passed = false;
+  }
+
+  double errors[3] = {std::numeric_limits<double>::quiet_NaN(),
+                      std::numeric_limits<double>::quiet_NaN(),
+                      std::numeric_limits<double>::quiet_NaN()};
+  if (options.check) {
+    std::vector<double> ref[3] = {std::vector<double>(results.dq.size()),
+                                  std::vector<double>(results.dk.size()),
+                                  std::vector<double>(results.dv.size())};
+    fa::rt::referenceAttentionBackward(
+        problem, inputs[0].data(), inputs[1].data(), inputs[2].data(),
+        inputs[4].data(), ref[0].data(), ref[1].data(), ref[2].data(),
+        options.refThreads);
+    for (int i = 0; i < 3; ++i) {
+      errors[i] = relativeError(*grads[i], ref[i]);
+      std::printf("%s: rel_err %.3e (||%s - ref|| / ||ref||; tol %.1e)\n",
+                  names[i], errors[i], names[i], tol);
+      if (!(errors[i] <= tol)) {
+        std::printf("FAIL: %s rel_err %.3e > tol %.1e\n", names[i],
+                    errors[i], tol);
+        passed = false;
+      }
+    }
+  }
+
+  double medianMs = std::numeric_limits<double>::quiet_NaN();
+  double tflops = std::numeric_limits<double>::quiet_NaN();
+  if (!results.timesMs.empty()) {
+    std::vector<float> sorted = results.timesMs;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    medianMs =
+        n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    // DESIGN.md: the backward counts 2.5x the forward's FLOPs.
+    double flops = 2.5 * fa::rt::attentionFlops(problem);
+    tflops = medianMs > 0 ? flops / (medianMs * 1e-3) / 1e12 : 0.0;
+    std::printf("time: median %.4f ms (min %.4f, max %.4f, %zu runs after %d "
+                "warm-up) %.2f TFLOP/s\n",
+                medianMs, sorted.front(), sorted.back(), n, options.warmup,
+                tflops);
+  }
+
+  if (!options.saveDir.empty()) {
+    const std::string &dir = options.saveDir;
+    const char *inputNames[6] = {"q", "k", "v", "o", "do", "lse"};
+    bool ok = true;
+    for (int i = 0; i < 6; ++i)
+      ok = ok && writeRaw(dir + "/" + inputNames[i] + ".f32", inputs[i]);
+    for (int i = 0; i < 3; ++i)
+      ok = ok && writeRaw(dir + "/" + names[i] + ".f32", *grads[i]);
+    std::ofstream meta(dir + "/meta.json");
+    meta << "{\n"
+         << "  \"kind\": \"backward\",\n"
+         << "  \"kernel\": \"" << m.name << "\",\n"
+         << "  \"manifest\": \"" << m.path << "\",\n"
+         << "  \"dtype\": \"" << fa::rt::dtypeName(m.dtype) << "\",\n"
+         << "  \"o_dtype\": \"" << fa::rt::dtypeName(m.oDtype) << "\",\n"
+         << "  \"do_dtype\": \"" << fa::rt::dtypeName(m.doDtype) << "\",\n"
+         << "  \"causal\": \"" << fa::rt::causalName(m.causal) << "\",\n"
+         << "  \"scale\": " << jsonNumber(m.scale) << ",\n"
+         << "  \"batch\": " << b << ",\n"
+         << "  \"seqlen_q\": " << tq << ",\n"
+         << "  \"seqlen_k\": " << tk << ",\n"
+         << "  \"head_dim\": " << m.headDim << ",\n"
+         << "  \"head_dim_v\": " << m.headDimV << ",\n"
+         << "  \"deterministic\": " << (m.deterministic ? "true" : "false")
+         << ",\n"
+         << "  \"seed\": " << options.seed << ",\n"
+         << "  \"dq_rel_err\": " << jsonNumber(errors[0]) << ",\n"
+         << "  \"dk_rel_err\": " << jsonNumber(errors[1]) << ",\n"
+         << "  \"dv_rel_err\": " << jsonNumber(errors[2]) << ",\n"
+         << "  \"determinism_mismatches\": " << results.determinismMismatches
+         << ",\n"
+         << "  \"tensor_bytes\": " << results.tensorBytes << ",\n"
+         << "  \"workspace_bytes\": " << results.workspaceBytes << ",\n"
+         << "  \"free_delta_bytes\": " << results.freeDelta << ",\n"
+         << "  \"tol\": " << jsonNumber(tol) << ",\n"
+         << "  \"median_ms\": " << jsonNumber(medianMs) << ",\n"
+         << "  \"tflops\": " << jsonNumber(tflops) << ",\n"
+         << "  \"passed\": " << (passed ? "true" : "false") << "\n"
+         << "}\n";
+    if (!ok || !meta)
+      return fail("cannot write the --save files under '" + dir + "'");
+    std::printf("saved: %s/{q,k,v,o,do,lse,dq,dk,dv}.f32 and meta.json\n",
+                dir.c_str());
+  }
+  std::printf("%s\n", passed ? "PASS" : "FAIL");
+  return passed ? 0 : kExitFail;
+}
+
 int main(int argc, char **argv) {
   Options options;
   if (int code = parseOptions(argc, argv, options); code >= 0)
     return code;
+
+  fa::rt::ManifestKind kind;
+  if (fa::rt::readManifestKind(options.manifest, kind))
+    return fail(faRtGetLastError());
+  if (kind == fa::rt::ManifestKind::Backward)
+    return runBackwardMain(options);
+  if (options.checkDeterministic || options.memoryOnly)
+    return fail("--check-deterministic and --memory-only take a backward "
+                "manifest");
 
   fa::rt::Manifest m;
   if (fa::rt::readManifestFile(options.manifest, m))

@@ -58,6 +58,33 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
 
     Preconditions and limits (each reported as an error on the op): no
     `mask` operand; static head dims D and Dv; `block-m` in [1, 1024].
+
+    Every `fa.attention_backward` becomes one `gpu.module
+    @<func>_attention_backward_<n>` holding three kernels, launched in this
+    order (FlashAttention-2's backward, Dao 2023, Algorithm 2; see
+    lib/Conversion/FAToGPU/BackwardKernels.cpp and docs/ARTIFACTS.md,
+    "Backward"):
+    - `_delta`: delta = rowsum(do * o) into an f32 [batch, Tq] scratch
+      buffer (and, unless `deterministic`, zeroes the f32 dq accumulator);
+    - `_dkdv`: one GPU block per key block of `block-n` rows and batch index,
+      one thread per key row. For each query block (`block-m` rows; under
+      causal, blocks before the first row that sees the key block are
+      skipped by the loop bound), the Q and dO tiles, lse and delta go to
+      workgroup memory between barriers; each thread recomputes
+      s = scale q k^T and p = exp(s - lse) for its key (0 where lse = -inf,
+      and, on blocks straddling the diagonal only, past it) and accumulates
+      dv += p^T dO and dk += scale dS^T Q with dS = p (dO v^T - delta) in
+      private f32. By default the block then adds scale dS K for its key
+      block into the f32 dq accumulator with one `memref.atomic_rmw addf`
+      per element;
+    - by default `_dq_convert` converts the accumulator to dq's type; with
+      `deterministic`, `_dq` instead computes dq over query blocks (one
+      thread per query row, K/V tiles in workgroup memory, no atomics), so
+      dq is bitwise reproducible.
+    For the backward, `block-n` (the dk/dv kernel's threads) must be in
+    [1, 1024] as well; the dk/dv tiles are halved, the larger first, until
+    they fit in 48 KiB of static shared memory. Nothing of size Tq x Tk is
+    allocated.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"64",
@@ -65,6 +92,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "in [1, 1024]">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"64",
            "Key/value rows per shared-memory tile (block_n), > 0">,
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "fa.attention_backward: compute dq in a separate kernel over "
+           "query blocks instead of with f32 atomics, so that dq is bitwise "
+           "identical across runs">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -59,6 +59,12 @@ struct FAToPTXPipelineOptions
       llvm::cl::desc("Key/value rows per shared-memory tile "
                      "(convert-fa-to-gpu)"),
       llvm::cl::init(64)};
+  PassOptions::Option<bool> deterministic{
+      *this, "deterministic",
+      llvm::cl::desc("fa.attention_backward: dq from its own kernel over "
+                     "query blocks (no atomics, bitwise reproducible) "
+                     "(convert-fa-to-gpu)"),
+      llvm::cl::init(false)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit holding nvvm/libdevice/libdevice.10.bc; "

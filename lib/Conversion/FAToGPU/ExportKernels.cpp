@@ -57,8 +57,59 @@ static void printValue(llvm::raw_ostream &os, Attribute value) {
   }
 }
 
+/// The header keys of a backward manifest (version 2) in the order of
+/// docs/ARTIFACTS.md, after `version`, `op`, `name`, `ptx` and `chip`.
+static constexpr llvm::StringLiteral kBackwardKeyOrder[] = {
+    "dtype",      "o_dtype",     "do_dtype", "dq_dtype", "dk_dtype",
+    "dv_dtype",   "causal",      "scale",    "batch",    "batch_shape",
+    "seqlen_q",   "seqlen_k",    "head_dim", "head_dim_v",
+    "deterministic"};
+
+/// The keys of one kernel section of a backward manifest, in order.
+static constexpr llvm::StringLiteral kKernelKeyOrder[] = {
+    "kernel",       "threads", "block_m", "block_n",
+    "shared_bytes", "params",  "grid"};
+
+/// A backward manifest (version 2): the op's header, one `scratch` line per
+/// scratch buffer, then one section per kernel in launch order, each opened
+/// by its `kernel` line.
+static std::string renderBackwardManifest(DictionaryAttr manifest,
+                                          StringRef name, StringRef chip) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto line = [&](StringRef key, Attribute value) {
+    os << key;
+    if (auto a = dyn_cast<ArrayAttr>(value); !a || !a.empty()) {
+      os << " ";
+      printValue(os, value);
+    }
+    os << "\n";
+  };
+  os << "# fa backward manifest\n";
+  os << "version 2\n";
+  os << "op attention_backward\n";
+  os << "name " << name << "\n";
+  os << "ptx " << name << ".ptx\n";
+  os << "chip " << chip << "\n";
+  for (StringRef key : kBackwardKeyOrder)
+    if (Attribute value = manifest.get(key))
+      line(key, value);
+  if (auto scratch = manifest.getAs<ArrayAttr>("scratch"))
+    for (Attribute buffer : scratch)
+      line("scratch", buffer);
+  if (auto kernels = manifest.getAs<ArrayAttr>("kernels"))
+    for (Attribute kernel : kernels)
+      if (auto dict = dyn_cast<DictionaryAttr>(kernel))
+        for (StringRef key : kKernelKeyOrder)
+          if (Attribute value = dict.get(key))
+            line(key, value);
+  return text;
+}
+
 std::string mlir::fa::renderManifest(DictionaryAttr manifest,
                                      StringRef kernelName, StringRef chip) {
+  if (manifest.get("op"))
+    return renderBackwardManifest(manifest, kernelName, chip);
   std::string text;
   llvm::raw_string_ostream os(text);
   auto line = [&](StringRef key, Attribute value) {

@@ -28,6 +28,8 @@
 #include "fa/Conversion/FAToGPU/FAToGPU.h"
 #include "fa/Dialect/FA/IR/FA.h"
 
+#include "KernelUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -50,9 +52,7 @@ namespace fa {
 
 using namespace mlir;
 using namespace mlir::fa;
-
-/// Static shared memory a kernel may use without opting in at launch.
-static constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+using namespace mlir::fa::gpukernel;
 
 namespace {
 
@@ -70,64 +70,7 @@ struct KernelShape {
   int64_t blockM, blockN;
 };
 
-/// Builder state and small helpers for the kernel body.
-struct KernelBuilder {
-  OpBuilder &b;
-  Location loc;
-  Type f32;
-
-  KernelBuilder(OpBuilder &b, Location loc)
-      : b(b), loc(loc), f32(b.getF32Type()) {}
-
-  Value cstF32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value cstIndex(int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  }
-  Value toF32(Value v) {
-    if (v.getType() == f32)
-      return v;
-    return arith::ExtFOp::create(b, loc, f32, v);
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value maxS(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value cmpI(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value isNegInf(Value x) {
-    return arith::CmpFOp::create(
-        b, loc, arith::CmpFPredicate::OEQ, x,
-        cstF32(-std::numeric_limits<double>::infinity()));
-  }
-  Value load(Value memref, ValueRange idx) {
-    return memref::LoadOp::create(b, loc, memref, idx);
-  }
-  void store(Value value, Value memref, ValueRange idx) {
-    memref::StoreOp::create(b, loc, value, memref, idx);
-  }
-};
-
 } // namespace
-
-/// The first static size among `dims`, or kDynamic.
-static int64_t staticDim(std::initializer_list<int64_t> dims) {
-  for (int64_t d : dims)
-    if (!ShapedType::isDynamic(d))
-      return d;
-  return ShapedType::kDynamic;
-}
-
-static StringRef typeName(Type t) {
-  if (t.isF16())
-    return "f16";
-  if (t.isBF16())
-    return "bf16";
-  return "f32";
-}
 
 /// Collects the facts of `op`; fails with an op error on what the GPU
 /// lowering does not support.
@@ -232,28 +175,6 @@ static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
                                  {"ceil_div(seqlen_q,block_m)", "batch", "1"})),
   };
   return b.getDictionaryAttr(entries);
-}
-
-/// Copies rows [j0, j0 + cols) of `src[batch]` (a [batch, Tk, width] global
-/// memref) into rows [0, cols) of the shared `tile` ([blockN, width]). The
-/// blockM threads stride over the cols * width elements, so consecutive
-/// threads touch consecutive elements of a row (coalesced).
-static void buildTileCopy(KernelBuilder &kb, Value src, Value tile, Value batch,
-                          Value j0, Value cols, int64_t width, Value tid,
-                          Value numThreads) {
-  Value widthC = kb.cstIndex(width);
-  Value count = kb.mul(cols, widthC);
-  scf::ForOp::create(kb.b, kb.loc, tid, count, numThreads, ValueRange{},
-                     [&](OpBuilder &b, Location loc, Value idx, ValueRange) {
-                       KernelBuilder t(b, loc);
-                       // idx = r * width + c with r in [0, cols), c in [0,
-                       // width).
-                       Value r = arith::DivUIOp::create(b, loc, idx, widthC);
-                       Value c = arith::RemUIOp::create(b, loc, idx, widthC);
-                       Value x = t.load(src, {batch, t.add(j0, r), c});
-                       t.store(x, tile, {r, c});
-                       scf::YieldOp::create(b, loc);
-                     });
 }
 
 /// Fills the kernel body. See the file header for the structure.
@@ -557,7 +478,7 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
 
 /// True for the ops a host function may hold for the pass to erase it.
 static bool isErasableHostOp(Operation *op) {
-  return isa<AttentionOp, func::ReturnOp>(op) ||
+  return isa<AttentionOp, AttentionBackwardOp, func::ReturnOp>(op) ||
          op->hasTrait<OpTrait::ConstantLike>();
 }
 
@@ -571,20 +492,31 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     AttentionKernelOptions options;
     options.blockM = blockM;
     options.blockN = blockN;
+    options.deterministic = deterministic;
 
-    // The fa.attention ops of each host function, in order.
+    // The fa.attention and fa.attention_backward ops of each host function,
+    // in order.
     llvm::MapVector<func::FuncOp, SmallVector<AttentionOp>> hosts;
+    llvm::MapVector<func::FuncOp, SmallVector<AttentionBackwardOp>> bwdHosts;
     bool failedAny = false;
-    module.walk([&](AttentionOp op) {
+    module.walk([&](Operation *op) {
+      if (!isa<AttentionOp, AttentionBackwardOp>(op))
+        return;
       auto func = dyn_cast<func::FuncOp>(op->getParentOp());
       if (!func || func->getParentOp() != module.getOperation()) {
-        op.emitOpError("expected to be directly in a func.func of the "
-                       "top-level module for the GPU lowering");
+        op->emitOpError("expected to be directly in a func.func of the "
+                        "top-level module for the GPU lowering");
         failedAny = true;
         return;
       }
-      hosts[func].push_back(op);
+      if (auto fwd = dyn_cast<AttentionOp>(op))
+        hosts[func].push_back(fwd);
+      else
+        bwdHosts[func].push_back(cast<AttentionBackwardOp>(op));
     });
+    // A function with only backward ops is a host too.
+    for (auto &entry : bwdHosts)
+      (void)hosts[entry.first];
     if (failedAny)
       return signalPassFailure();
 
@@ -597,7 +529,8 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         func.emitError() << "convert-fa-to-gpu erases the host function @"
                          << func.getSymName()
                          << ", expected it to hold only fa.attention, "
-                            "constants and func.return, got '"
+                            "fa.attention_backward, constants and "
+                            "func.return, got '"
                          << inner->getName() << "'";
         return WalkResult::interrupt();
       });
@@ -620,6 +553,17 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
           failedAny = true;
         }
       }
+      for (auto [n, op] : llvm::enumerate(bwdHosts.lookup(func))) {
+        if (failed(checkAttentionBackwardKernels(op, options)))
+          failedAny = true;
+        std::string name =
+            (func.getSymName() + "_attention_backward_" + Twine(n)).str();
+        if (symbols.lookup(name)) {
+          op.emitOpError("expected no symbol named @")
+              << name << " (the kernels' module name) in the module";
+          failedAny = true;
+        }
+      }
     }
     if (failedAny)
       return signalPassFailure();
@@ -636,6 +580,16 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         DictionaryAttr manifest;
         // Cannot fail: every op passed getKernelShape above.
         if (failed(buildAttentionKernel(builder, op, name, options, manifest)))
+          return signalPassFailure();
+        manifests.push_back(builder.getNamedAttr(name, manifest));
+      }
+      for (auto [n, op] : llvm::enumerate(bwdHosts.lookup(func))) {
+        std::string name =
+            (func.getSymName() + "_attention_backward_" + Twine(n)).str();
+        DictionaryAttr manifest;
+        // Cannot fail: every op passed checkAttentionBackwardKernels above.
+        if (failed(buildAttentionBackwardKernels(builder, op, name, options,
+                                                 manifest)))
           return signalPassFailure();
         manifests.push_back(builder.getNamedAttr(name, manifest));
       }

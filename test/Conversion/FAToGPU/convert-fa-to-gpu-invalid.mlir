@@ -3,6 +3,9 @@
 
 // BLOCKM: error: 'fa.attention' op expected block-m in [1, 1024] (it is the number of threads per block), got 2048
 
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-n=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKN
+// BLOCKN: error: 'fa.attention_backward' op expected block-n in [1, 1024] (the threads per block of the dk/dv kernel), got 2048
+
 func.func @mask_rejected(%q: tensor<2x128x64xf16>, %k: tensor<2x128x64xf16>,
                          %v: tensor<2x128x64xf16>, %m: tensor<2x128x128xi1>)
     -> tensor<2x128x64xf16> {
@@ -26,7 +29,7 @@ func.func @dynamic_head_dim(%q: tensor<2x128x?xf16>, %k: tensor<2x128x?xf16>,
 
 // -----
 
-// expected-error @below {{convert-fa-to-gpu erases the host function @host_with_other_ops, expected it to hold only fa.attention, constants and func.return, got 'arith.addf'}}
+// expected-error @below {{convert-fa-to-gpu erases the host function @host_with_other_ops, expected it to hold only fa.attention, fa.attention_backward, constants and func.return, got 'arith.addf'}}
 func.func @host_with_other_ops(%q: tensor<128x64xf32>, %k: tensor<128x64xf32>,
                                %v: tensor<128x64xf32>) -> tensor<128x64xf32> {
   %o = fa.attention %q, %k, %v
@@ -62,3 +65,32 @@ func.func @name_clash(%q: tensor<128x64xf32>) -> tensor<128x64xf32> {
 }
 
 func.func private @name_clash_attention_0()
+
+// -----
+
+func.func @backward_dynamic_head_dim(%q: tensor<2x128x?xf16>, %k: tensor<2x128x?xf16>,
+                                     %v: tensor<2x128x64xf16>, %o: tensor<2x128x64xf16>,
+                                     %do: tensor<2x128x64xf16>, %lse: tensor<2x128xf32>)
+    -> (tensor<2x128x?xf16>, tensor<2x128x?xf16>, tensor<2x128x64xf16>) {
+  // expected-error @below {{fa-to-ptx expects static head dims, got D = ? and Dv = 64}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse scale(0.125)
+      : tensor<2x128x?xf16>, tensor<2x128x?xf16>, tensor<2x128x64xf16>,
+        tensor<2x128x64xf16>, tensor<2x128x64xf16>, tensor<2x128xf32>
+     -> tensor<2x128x?xf16>, tensor<2x128x?xf16>, tensor<2x128x64xf16>
+  return %dq, %dk, %dv : tensor<2x128x?xf16>, tensor<2x128x?xf16>, tensor<2x128x64xf16>
+}
+
+// -----
+
+// One f32 row of D = Dv = 8192 is 64 KiB: no backward tile fits in 48 KiB.
+func.func @backward_head_dim_too_large(%q: tensor<4x8192xf32>, %k: tensor<4x8192xf32>,
+                                       %v: tensor<4x8192xf32>, %o: tensor<4x8192xf32>,
+                                       %do: tensor<4x8192xf32>, %lse: tensor<4xf32>)
+    -> (tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4x8192xf32>) {
+  // expected-error @below {{expected the backward tiles of one query and one key row (98316 bytes) to fit in 49152 bytes of shared memory, got D = 8192 and Dv = 8192}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse
+      : tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4x8192xf32>,
+        tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4xf32>
+     -> tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4x8192xf32>
+  return %dq, %dk, %dv : tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4x8192xf32>
+}

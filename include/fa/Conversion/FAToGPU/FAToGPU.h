@@ -22,6 +22,7 @@
 namespace mlir {
 namespace fa {
 class AttentionOp;
+class AttentionBackwardOp;
 
 #define GEN_PASS_DECL_CONVERTFATOGPU
 #define GEN_PASS_DECL_FAEXPORTKERNELS
@@ -38,6 +39,10 @@ struct AttentionKernelOptions {
   /// Key/value rows per shared-memory tile, > 0. Lowered, when needed, so that
   /// the tiles fit in 48 KiB of static shared memory.
   int64_t blockN = 64;
+  /// Backward only: compute dq in its own kernel over query blocks (no
+  /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
+  /// kernel.
+  bool deterministic = false;
 };
 
 /// Builds, at the insertion point of `builder` (a block of a module), a
@@ -50,6 +55,23 @@ FailureOr<gpu::GPUModuleOp>
 buildAttentionKernel(OpBuilder &builder, AttentionOp op, StringRef kernelName,
                      const AttentionKernelOptions &options,
                      DictionaryAttr &manifest);
+
+/// Checks that `op` is within what the backward GPU lowering supports
+/// (emitting an error on it otherwise), without building anything.
+LogicalResult checkAttentionBackwardKernels(AttentionBackwardOp op,
+                                            const AttentionKernelOptions &options);
+
+/// Builds, at the insertion point of `builder`, a `gpu.module @name` holding
+/// the kernels of `op` in launch order (see the convert-fa-to-gpu
+/// description and docs/ARTIFACTS.md, "Backward"): `@<name>_delta`,
+/// `@<name>_dkdv` and either `@<name>_dq_convert` (default, dq through f32
+/// atomics) or `@<name>_dq` (`options.deterministic`). Returns the module
+/// and its manifest dictionary in `manifest`. Leaves `op` in place.
+FailureOr<gpu::GPUModuleOp>
+buildAttentionBackwardKernels(OpBuilder &builder, AttentionBackwardOp op,
+                              StringRef name,
+                              const AttentionKernelOptions &options,
+                              DictionaryAttr &manifest);
 
 /// Renders a manifest dictionary (as recorded by convert-fa-to-gpu) in the
 /// line format of docs/ARTIFACTS.md, with `version`, `ptx` (`<kernel>.ptx`)

@@ -45,6 +45,7 @@
   X(cuLaunchKernel)                                                            \
   X(cuMemAlloc)                                                                \
   X(cuMemFree)                                                                 \
+  X(cuMemGetInfo)                                                              \
   X(cuMemcpyHtoD)                                                              \
   X(cuMemcpyDtoH)                                                              \
   X(cuMemsetD8)                                                                \

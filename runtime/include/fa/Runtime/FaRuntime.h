@@ -96,6 +96,46 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                             uint64_t v, uint64_t o, uint64_t lse, int64_t batch,
                             int64_t seqlenQ, int64_t seqlenK, void *stream);
 
+/* ---- Backward (fa.attention_backward): several kernels, one manifest ---- */
+
+/* A loaded backward: its manifest (version 2, docs/ARTIFACTS.md
+ * "Backward"), the CUmodule with all its kernels, the primary context. */
+typedef struct faRtBackward_st *faRtBackward;
+
+/* Device pointers of one backward launch, contiguous row-major:
+ * q [B, Tq, D], k [B, Tk, D], v [B, Tk, Dv], o and dout [B, Tq, Dv],
+ * lse [B, Tq] (f32), results dq, dk, dv with the shapes of q, k, v, in the
+ * manifest's dtypes; workspace: faRtBackwardWorkspaceSize bytes of device
+ * memory holding the scratch buffers (delta, dq accumulator), needing no
+ * initialization. */
+typedef struct faRtBackwardTensors {
+  uint64_t q, k, v, o, dout, lse;
+  uint64_t dq, dk, dv;
+  uint64_t workspace;
+} faRtBackwardTensors;
+
+/* Parses a backward manifest, loads its PTX on `device` and looks up every
+ * kernel it names. On failure *backward is NULL. */
+faRtStatus faRtBackwardLoad(const char *manifestPath, int device,
+                            faRtBackward *backward);
+
+/* Unloads the module and releases the context. NULL is ignored. */
+void faRtBackwardUnload(faRtBackward backward);
+
+/* The bytes of workspace a launch with these sizes needs (0 when the
+ * manifest lists no scratch buffer). */
+faRtStatus faRtBackwardWorkspaceSize(faRtBackward backward, int64_t batch,
+                                     int64_t seqlenQ, int64_t seqlenK,
+                                     uint64_t *bytes);
+
+/* Launches the manifest's kernels in order on `stream`; asynchronous.
+ * Checks the sizes against the manifest's static dims. Kernels with an
+ * empty grid are skipped. */
+faRtStatus faRtBackwardLaunch(faRtBackward backward,
+                              const faRtBackwardTensors *tensors,
+                              int64_t batch, int64_t seqlenQ, int64_t seqlenK,
+                              void *stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -99,6 +99,102 @@ std::vector<uint64_t> buildKernelParams(const Manifest &manifest,
                                         const LaunchShape &shape,
                                         const TensorPointers &tensors);
 
+//===----------------------------------------------------------------------===//
+// Backward manifests (version 2, `op attention_backward`)
+//===----------------------------------------------------------------------===//
+
+/// What a manifest file describes.
+enum class ManifestKind { Forward, Backward };
+
+/// One kernel of a multi-kernel manifest, in launch order.
+struct KernelLaunch {
+  std::string kernel;
+  int64_t threads = 0;
+  int64_t blockM = 0; ///< 0 when the section has none.
+  int64_t blockN = 0; ///< 0 when the section has none.
+  int64_t sharedBytes = 0;
+  std::vector<std::string> params; ///< tensor names, see tensorSizes
+  std::array<std::string, 3> grid; ///< x, y, z expressions
+};
+
+/// A buffer the host allocates for the kernels (inside one workspace, see
+/// backwardWorkspaceLayout); its contents are produced and consumed by the
+/// kernels, it needs no initialization.
+struct ScratchBuffer {
+  std::string name;
+  faRtDtype dtype = FA_RT_DTYPE_F32;
+  std::vector<std::string> dims; ///< size names (batch, seqlen_q, ...) or
+                                 ///< integers
+};
+
+/// The manifest of one fa.attention_backward: dq, dk, dv from q, k, v, o,
+/// do and lse through several kernels.
+struct BackwardManifest {
+  std::string path, dir;
+  int64_t version = 0;
+  std::string name; ///< the op's artifact name
+  std::string ptx;
+  std::string chip;
+  faRtDtype dtype = FA_RT_DTYPE_F32; ///< q, k, v
+  faRtDtype oDtype = FA_RT_DTYPE_F32, doDtype = FA_RT_DTYPE_F32;
+  faRtDtype dqDtype = FA_RT_DTYPE_F32, dkDtype = FA_RT_DTYPE_F32,
+            dvDtype = FA_RT_DTYPE_F32;
+  faRtCausal causal = FA_RT_CAUSAL_NONE;
+  double scale = 0.0;
+  int64_t batch = kDynamic;
+  std::vector<int64_t> batchShape;
+  int64_t seqlenQ = kDynamic, seqlenK = kDynamic;
+  int64_t headDim = 0, headDimV = 0;
+  bool deterministic = false;
+  std::vector<ScratchBuffer> scratch;
+  std::vector<KernelLaunch> kernels;
+  std::string ptxPath() const; ///< ptx resolved against dir
+  /// The forward-style view of kernel `i` (dims, block sizes, grid), for
+  /// checkLaunchShape and computeGrid.
+  Manifest kernelView(size_t i) const;
+};
+
+/// Forward for `version 1`, Backward for `version 2` with
+/// `op attention_backward`; an error for anything else.
+faRtStatus manifestKind(std::string_view text, const std::string &fileName,
+                        ManifestKind &kind);
+
+/// Reads `path` and tells its kind (see manifestKind).
+faRtStatus readManifestKind(const std::string &path, ManifestKind &kind);
+
+/// Parses a backward manifest (docs/ARTIFACTS.md, "Backward").
+faRtStatus parseBackwardManifest(std::string_view text,
+                                 const std::string &fileName,
+                                 BackwardManifest &manifest);
+
+faRtStatus readBackwardManifestFile(const std::string &path,
+                                    BackwardManifest &manifest);
+
+/// The sizes of a named kernel tensor (q, k, v, o, do, lse, delta, dq, dk,
+/// dv, dq_accum) for `shape`; empty for an unknown name.
+std::vector<int64_t> tensorSizes(const std::string &name,
+                                 const LaunchShape &shape, int64_t headDim,
+                                 int64_t headDimV);
+
+/// Byte offsets of the scratch buffers inside one workspace (each aligned to
+/// 256 bytes) and the workspace's total size.
+struct WorkspaceLayout {
+  std::vector<uint64_t> offsets;
+  uint64_t bytes = 0;
+};
+faRtStatus backwardWorkspaceLayout(const BackwardManifest &manifest,
+                                   const LaunchShape &shape,
+                                   WorkspaceLayout &layout);
+
+/// Kernel `i`'s argument values: one memref descriptor per param, for
+/// contiguous row-major tensors; `pointers` maps each param name to its
+/// device pointer.
+std::vector<uint64_t>
+buildBackwardKernelParams(const BackwardManifest &manifest, size_t i,
+                          const LaunchShape &shape,
+                          const std::vector<std::pair<std::string, uint64_t>>
+                              &pointers);
+
 /// Manifest spellings: "f16", "bf16", "f32"; "none", "top_left", ...
 const char *dtypeName(faRtDtype dtype);
 const char *causalName(faRtCausal causal);
@@ -110,6 +206,14 @@ const Manifest &getManifest(faRtKernel kernel);
 
 /// Loads an already parsed manifest's kernel (see faRtKernelLoad).
 faRtStatus loadKernel(const Manifest &manifest, int device, faRtKernel *kernel);
+
+/// The manifest of a loaded backward.
+const BackwardManifest &getManifest(faRtBackward backward);
+
+/// Loads an already parsed backward manifest's kernels (see
+/// faRtBackwardLoad).
+faRtStatus loadBackward(const BackwardManifest &manifest, int device,
+                        faRtBackward *backward);
 
 } // namespace fa::rt
 

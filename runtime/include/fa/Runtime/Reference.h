@@ -46,6 +46,16 @@ void referenceAttention(const AttentionShape &shape, const float *q,
                         const float *k, const float *v, double *o, double *lse,
                         unsigned numThreads = 0);
 
+/// The exact gradients of o = attention(q, k, v) for the output gradient
+/// `dout` [B, Tq, Dv], in float64 (the closed form of fa.attention_backward
+/// with p, o and delta = rowsum(dout * o) recomputed exactly from q, k, v):
+/// dq [B, Tq, D], dk [B, Tk, D], dv [B, Tk, Dv]. Rows with no visible key
+/// contribute nothing. Batch entries are spread over `numThreads` threads.
+void referenceAttentionBackward(const AttentionShape &shape, const float *q,
+                                const float *k, const float *v,
+                                const float *dout, double *dq, double *dk,
+                                double *dv, unsigned numThreads = 0);
+
 } // namespace fa::rt
 
 #endif // FA_RUNTIME_REFERENCE_H

@@ -1,0 +1,732 @@
+//===- BackwardKernels.cpp - fa.attention_backward to GPU kernels -------===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The backward half of `convert-fa-to-gpu`: every fa.attention_backward
+// becomes one gpu.module holding three kernels, launched in this order
+// (FlashAttention-2's backward, Dao 2023, arXiv:2307.08691, Algorithm 2,
+// with the recompute-from-lse tiling of fa-tile-attention-backward):
+//
+// 1. `<name>_delta`, one thread per query row (grid ceil(Tq / 128) x batch):
+//      delta[b, i] = sum_e do[b, i, e] * o[b, i, e]          (f32 scratch)
+//    and, unless deterministic, dq_accum[b, i, :] = 0      (f32 scratch).
+//
+// 2. `<name>_dkdv`, one GPU block per key block of block_n rows and batch
+//    index (grid ceil(Tk / block_n) x batch), one thread per key row
+//    j = j0 + thread_id.x. The block's K tile stays in workgroup memory; the
+//    thread keeps its v row and its dk, dv accumulators (f32) in private
+//    memory. For every query block i0 (block_m rows) from the first row
+//    that sees key j0 (causal: clamp(j0 - offset, 0, Tq); earlier blocks
+//    are skipped by the loop bound) to Tq:
+//      barrier; Q, dO tiles and lse, delta -> workgroup memory; barrier
+//      per row r:  s = scale q[r] . k[j]
+//                  p = exp(s - lse[r])  (0 if lse[r] = -inf, or, on blocks
+//                                         straddling the diagonal only, if
+//                                         j > i0 + r + offset)
+//                  dv[j] += p do[r];  dp = do[r] . v[j]
+//                  ds = p (dp - delta[r]);  dk[j] += ds q[r]
+//                  dsTile[r, j - j0] = ds               (atomic mode)
+//      atomic mode: barrier; the threads stride over the rows x D elements
+//      of the query tile: dq_accum[i0 + r, d] +=
+//      scale sum_c dsTile[r, c] k[j0 + c, d] with one f32 memref.atomic_rmw
+//      per element and key block.
+//    Finally dk[j] = scale dk[j], dv[j] in the result types.
+//
+// 3. atomic mode: `<name>_dq_convert` (one thread per query row):
+//    dq = dq_accum in dq's element type.
+//    deterministic: `<name>_dq`, one GPU block per query block (grid
+//    ceil(Tq / block_m) x batch), one thread per query row, K/V tiles in
+//    workgroup memory (the forward's structure): recomputes p and ds for its
+//    row over the visible key blocks (causal: up to the block's diagonal)
+//    and sums dq in a fixed order, so dq is bitwise reproducible.
+//
+// Nothing of size Tq x Tk exists; the scratch is O(batch Tq D).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Conversion/FAToGPU/FAToGPU.h"
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include "KernelUtils.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::gpukernel;
+
+/// Threads per block of the row-parallel kernels (delta, dq conversion).
+static constexpr int64_t kRowThreads = 128;
+
+namespace {
+
+/// The static facts of one fa.attention_backward that shape its kernels.
+struct BackwardShape {
+  Type elt, oElt, doElt, dqElt, dkElt, dvElt;
+  SmallVector<int64_t> batchShape;
+  int64_t batch, tq, tk, d, dv;
+  CausalKind causal;
+  float scale;
+  bool deterministic;
+  /// dk/dv kernel: query rows per tile, key rows per block (= threads).
+  int64_t blockM, blockN;
+  /// dq kernel (deterministic): query rows per block (= threads), key rows
+  /// per tile.
+  int64_t dqBlockM, dqBlockN;
+};
+
+} // namespace
+
+static int64_t byteWidth(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+/// Workgroup memory of the dk/dv kernel for block sizes (bm, bn).
+static int64_t dkdvSharedBytes(const BackwardShape &bs, int64_t bm,
+                               int64_t bn) {
+  int64_t bytes = (bn + bm) * bs.d * byteWidth(bs.elt) +
+                  bm * bs.dv * byteWidth(bs.doElt) + 2 * bm * 4;
+  if (!bs.deterministic)
+    bytes += bm * bn * 4; // dsTile
+  return bytes;
+}
+
+static std::string dimString(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+static FailureOr<BackwardShape>
+getBackwardShape(AttentionBackwardOp op, const AttentionKernelOptions &options) {
+  if (options.blockM < 1 || options.blockM > 1024)
+    return op.emitOpError("expected block-m in [1, 1024] (the threads per "
+                          "block of the dq kernel), got ")
+           << options.blockM;
+  if (options.blockN < 1 || options.blockN > 1024)
+    return op.emitOpError("expected block-n in [1, 1024] (the threads per "
+                          "block of the dk/dv kernel), got ")
+           << options.blockN;
+
+  BackwardShape bs;
+  auto qTy = op.getQ().getType(), kTy = op.getK().getType(),
+       vTy = op.getV().getType(), oTy = op.getO().getType(),
+       doTy = op.getDout().getType();
+  auto dqTy = op.getDq().getType(), dkTy = op.getDk().getType(),
+       dvTy = op.getDv().getType();
+  int64_t nb = op.getNumBatchDims();
+  bs.elt = qTy.getElementType();
+  bs.oElt = oTy.getElementType();
+  bs.doElt = doTy.getElementType();
+  bs.dqElt = dqTy.getElementType();
+  bs.dkElt = dkTy.getElementType();
+  bs.dvElt = dvTy.getElementType();
+  bs.batch = 1;
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t dim = staticDim({qTy.getDimSize(i), kTy.getDimSize(i),
+                             vTy.getDimSize(i), oTy.getDimSize(i),
+                             doTy.getDimSize(i), dqTy.getDimSize(i)});
+    bs.batchShape.push_back(dim);
+    if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(bs.batch))
+      bs.batch = ShapedType::kDynamic;
+    else
+      bs.batch *= dim;
+  }
+  bs.tq = staticDim({qTy.getDimSize(nb), oTy.getDimSize(nb),
+                     doTy.getDimSize(nb), dqTy.getDimSize(nb)});
+  bs.tk = staticDim({kTy.getDimSize(nb), vTy.getDimSize(nb),
+                     dkTy.getDimSize(nb), dvTy.getDimSize(nb)});
+  bs.d = staticDim({qTy.getDimSize(nb + 1), kTy.getDimSize(nb + 1),
+                    dqTy.getDimSize(nb + 1), dkTy.getDimSize(nb + 1)});
+  bs.dv = staticDim({vTy.getDimSize(nb + 1), oTy.getDimSize(nb + 1),
+                     doTy.getDimSize(nb + 1), dvTy.getDimSize(nb + 1)});
+  if (ShapedType::isDynamic(bs.d) || ShapedType::isDynamic(bs.dv))
+    return op.emitOpError("fa-to-ptx expects static head dims, got D = ")
+           << dimString(bs.d) << " and Dv = " << dimString(bs.dv);
+  if (bs.d < 1 || bs.dv < 1)
+    return op.emitOpError("expected positive head dims, got D = ")
+           << bs.d << " and Dv = " << bs.dv;
+  bs.causal = op.getCausal();
+  bs.scale = static_cast<float>(*op.getStaticScale());
+  bs.deterministic = options.deterministic;
+
+  // dk/dv kernel: halve the larger block size until the tiles fit in static
+  // shared memory.
+  int64_t bm = options.blockM, bn = options.blockN;
+  while (dkdvSharedBytes(bs, bm, bn) > kMaxStaticSharedBytes) {
+    if (bm == 1 && bn == 1)
+      return op.emitOpError("expected the backward tiles of one query and "
+                            "one key row (")
+             << dkdvSharedBytes(bs, 1, 1) << " bytes) to fit in "
+             << kMaxStaticSharedBytes << " bytes of shared memory, got D = "
+             << bs.d << " and Dv = " << bs.dv;
+    if (bm >= bn)
+      bm = (bm + 1) / 2;
+    else
+      bn = (bn + 1) / 2;
+  }
+  bs.blockM = bm;
+  bs.blockN = bn;
+
+  // dq kernel: K and V tiles of dqBlockN rows, as in the forward.
+  int64_t rowBytes = (bs.d + bs.dv) * byteWidth(bs.elt);
+  bs.dqBlockM = options.blockM;
+  bs.dqBlockN = std::min(options.blockN, kMaxStaticSharedBytes / rowBytes);
+  if (bs.deterministic && bs.dqBlockN < 1)
+    return op.emitOpError("expected one key and one value row (")
+           << rowBytes << " bytes) to fit in " << kMaxStaticSharedBytes
+           << " bytes of shared memory, got D = " << bs.d
+           << " and Dv = " << bs.dv;
+  return bs;
+}
+
+LogicalResult
+mlir::fa::checkAttentionBackwardKernels(AttentionBackwardOp op,
+                                        const AttentionKernelOptions &options) {
+  return getBackwardShape(op, options);
+}
+
+//===----------------------------------------------------------------------===//
+// Loop and branch helpers
+//===----------------------------------------------------------------------===//
+
+/// for (iv = lb; iv < ub; iv += step) body(iv).
+static void buildFor(KernelBuilder &kb, Value lb, Value ub, Value step,
+                     function_ref<void(KernelBuilder &, Value)> body) {
+  scf::ForOp::create(kb.b, kb.loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &b, Location l, Value iv, ValueRange) {
+                       KernelBuilder t(b, l);
+                       body(t, iv);
+                       scf::YieldOp::create(b, l);
+                     });
+}
+
+/// init + sum of term(iv) for iv in [lb, ub), in f32, in index order.
+static Value buildSum(KernelBuilder &kb, Value lb, Value ub, Value init,
+                      function_ref<Value(KernelBuilder &, Value)> term) {
+  auto loop = scf::ForOp::create(
+      kb.b, kb.loc, lb, ub, kb.cstIndex(1), ValueRange{init},
+      [&](OpBuilder &b, Location l, Value iv, ValueRange acc) {
+        KernelBuilder t(b, l);
+        scf::YieldOp::create(b, l, ValueRange{t.addF(acc[0], term(t, iv))});
+      });
+  return loop.getResult(0);
+}
+
+/// if (cond) then().
+static void buildIf(KernelBuilder &kb, Value cond,
+                    function_ref<void(KernelBuilder &)> then) {
+  scf::IfOp::create(kb.b, kb.loc, cond, [&](OpBuilder &b, Location l) {
+    KernelBuilder t(b, l);
+    then(t);
+    scf::YieldOp::create(b, l);
+  });
+}
+
+/// Runs body(mask) under causal masking: with the element-wise mask only
+/// when the (query block, key block) pair straddles the diagonal, i.e. its
+/// last key is past the diagonal of its first query row:
+/// lastKey > firstRow + offset. Without causal, body(false).
+static void buildMaskedOrNot(KernelBuilder &kb, CausalKind causal,
+                             Value lastKey, Value firstRow, Value offset,
+                             function_ref<void(KernelBuilder &, bool)> body) {
+  if (causal == CausalKind::none) {
+    body(kb, /*causalMask=*/false);
+    return;
+  }
+  Value straddles = kb.cmpI(arith::CmpIPredicate::sgt, lastKey,
+                            kb.add(firstRow, offset));
+  scf::IfOp::create(
+      kb.b, kb.loc, straddles,
+      [&](OpBuilder &b, Location l) {
+        KernelBuilder t(b, l);
+        body(t, /*causalMask=*/true);
+        scf::YieldOp::create(b, l);
+      },
+      [&](OpBuilder &b, Location l) {
+        KernelBuilder t(b, l);
+        body(t, /*causalMask=*/false);
+        scf::YieldOp::create(b, l);
+      });
+}
+
+/// p = exp(s - lse); 0 when lse = -inf (the row sees no key) or `hidden`
+/// (when given) is true. Never computes with a NaN-producing operand.
+static Value buildProbability(KernelBuilder &t, Value s, Value lse,
+                              Value hidden) {
+  Value e = math::ExpOp::create(t.b, t.loc, t.subF(s, lse));
+  Value off = t.isNegInf(lse);
+  if (hidden)
+    off = arith::OrIOp::create(t.b, t.loc, off, hidden);
+  return arith::SelectOp::create(t.b, t.loc, off, t.cstF32(0.0), e);
+}
+
+/// Query i sees keys j <= i + offset: 0 (top_left, none) or Tk - Tq.
+static Value causalOffset(KernelBuilder &kb, CausalKind causal, Value tq,
+                          Value tk) {
+  if (causal == CausalKind::bottom_right)
+    return kb.sub(tk, tq);
+  return kb.cstIndex(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel bodies
+//===----------------------------------------------------------------------===//
+
+/// delta[b, i] = rowsum(do * o); dq_accum[b, i, :] = 0 (atomic mode).
+static void buildDeltaBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                           const BackwardShape &bs) {
+  b.setInsertionPointToStart(&func.front());
+  KernelBuilder kb(b, loc);
+  Value o = func.getArgument(0), dout = func.getArgument(1),
+        delta = func.getArgument(2);
+  Value dqAcc = bs.deterministic ? Value() : func.getArgument(3);
+  Value c0 = kb.cstIndex(0), c1 = kb.cstIndex(1), zero = kb.cstF32(0.0);
+  Value tq = memref::DimOp::create(b, loc, o, 1);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value row = kb.add(
+      kb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+             kb.cstIndex(kRowThreads)),
+      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  buildIf(kb, kb.cmpI(arith::CmpIPredicate::slt, row, tq), [&](auto &t) {
+    Value sum = buildSum(t, c0, t.cstIndex(bs.dv), zero, [&](auto &u, Value e) {
+      return u.mulF(u.toF32(u.load(dout, {batch, row, e})),
+                    u.toF32(u.load(o, {batch, row, e})));
+    });
+    t.store(sum, delta, {batch, row});
+    if (dqAcc)
+      buildFor(t, c0, t.cstIndex(bs.d), c1, [&](auto &u, Value d) {
+        u.store(zero, dqAcc, {batch, row, d});
+      });
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+/// dq = dq_accum in dq's element type.
+static void buildConvertBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                             const BackwardShape &bs) {
+  b.setInsertionPointToStart(&func.front());
+  KernelBuilder kb(b, loc);
+  Value dqAcc = func.getArgument(0), dq = func.getArgument(1);
+  Value c0 = kb.cstIndex(0), c1 = kb.cstIndex(1);
+  Value tq = memref::DimOp::create(b, loc, dq, 1);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value row = kb.add(
+      kb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+             kb.cstIndex(kRowThreads)),
+      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  buildIf(kb, kb.cmpI(arith::CmpIPredicate::slt, row, tq), [&](auto &t) {
+    buildFor(t, c0, t.cstIndex(bs.d), c1, [&](auto &u, Value d) {
+      u.store(u.fromF32(u.load(dqAcc, {batch, row, d}), bs.dqElt), dq,
+              {batch, row, d});
+    });
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+/// The dk/dv kernel (and the dq atomics); see the file header.
+static void buildDkDvBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                          const BackwardShape &bs) {
+  b.setInsertionPointToStart(&func.front());
+  KernelBuilder kb(b, loc);
+  Value q = func.getArgument(0), k = func.getArgument(1),
+        v = func.getArgument(2), dout = func.getArgument(3),
+        lse = func.getArgument(4), delta = func.getArgument(5),
+        dk = func.getArgument(6), dv = func.getArgument(7);
+  Value dqAcc = bs.deterministic ? Value() : func.getArgument(8);
+  auto wg = func.getWorkgroupAttributions();
+  Value kTile = wg[0], qTile = wg[1], doTile = wg[2], lseTile = wg[3],
+        deltaTile = wg[4];
+  Value dsTile = bs.deterministic ? Value() : Value(wg[5]);
+  Value vRow = func.getPrivateAttributions()[0];
+  Value dkAcc = func.getPrivateAttributions()[1];
+  Value dvAcc = func.getPrivateAttributions()[2];
+
+  Value c0 = kb.cstIndex(0), c1 = kb.cstIndex(1), zero = kb.cstF32(0.0);
+  Value bm = kb.cstIndex(bs.blockM), bn = kb.cstIndex(bs.blockN);
+  Value dC = kb.cstIndex(bs.d), dvC = kb.cstIndex(bs.dv);
+  Value scale = kb.cstF32(bs.scale);
+  Value tq = memref::DimOp::create(b, loc, q, 1);
+  Value tk = memref::DimOp::create(b, loc, k, 1);
+  Value keyBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+
+  // This block's keys [j0, j0 + cols); this thread's key j (valid if < Tk;
+  // the others only help with copies and barriers).
+  Value j0 = kb.mul(keyBlock, bn);
+  Value cols = kb.minS(bn, kb.sub(tk, j0));
+  Value key = kb.add(j0, tid);
+  Value keyValid = kb.cmpI(arith::CmpIPredicate::slt, tid, cols);
+  Value offset = causalOffset(kb, bs.causal, tq, tk);
+
+  // The K tile stays for the whole kernel; the v row and the accumulators
+  // are the thread's.
+  buildTileCopy(kb, k, kTile, batch, j0, cols, bs.d, tid, bn);
+  buildIf(kb, keyValid, [&](auto &t) {
+    buildFor(t, c0, dvC, c1, [&](auto &u, Value e) {
+      u.store(u.toF32(u.load(v, {batch, key, e})), vRow, {e});
+      u.store(zero, dvAcc, {e});
+    });
+    buildFor(t, c0, dC, c1,
+             [&](auto &u, Value d) { u.store(zero, dkAcc, {d}); });
+  });
+
+  // Query blocks: under causal, from the first row that sees key j0,
+  // qStart = clamp(j0 - offset, 0, Tq); rows before it see none of the
+  // block's keys.
+  Value qStart = c0;
+  if (bs.causal != CausalKind::none)
+    qStart = kb.minS(kb.maxS(kb.sub(j0, offset), c0), tq);
+
+  buildFor(kb, qStart, tq, bm, [&](auto &t, Value i0) {
+    Value rows = t.minS(bm, t.sub(tq, i0));
+    // Everyone is done with the previous query tile (and dsTile).
+    gpu::BarrierOp::create(t.b, t.loc);
+    buildTileCopy(t, q, qTile, batch, i0, rows, bs.d, tid, bn);
+    buildTileCopy(t, dout, doTile, batch, i0, rows, bs.dv, tid, bn);
+    buildFor(t, tid, rows, bn, [&](auto &u, Value r) {
+      Value i = u.add(i0, r);
+      u.store(u.load(lse, {batch, i}), lseTile, {r});
+      u.store(u.load(delta, {batch, i}), deltaTile, {r});
+    });
+    gpu::BarrierOp::create(t.b, t.loc);
+
+    buildIf(t, keyValid, [&](auto &u) {
+      Value lastKey = u.sub(u.add(j0, cols), c1);
+      buildMaskedOrNot(u, bs.causal, lastKey, i0, offset, [&](auto &w,
+                                                              bool mask) {
+        buildFor(w, c0, rows, c1, [&](auto &x, Value r) {
+          Value lseR = x.load(lseTile, {r});
+          Value dot = buildSum(x, c0, dC, zero, [&](auto &y, Value d) {
+            return y.mulF(y.toF32(y.load(qTile, {r, d})),
+                          y.toF32(y.load(kTile, {tid, d})));
+          });
+          Value s = x.mulF(dot, scale);
+          Value hidden;
+          if (mask)
+            hidden = x.cmpI(arith::CmpIPredicate::sgt, key,
+                            x.add(x.add(i0, r), offset));
+          Value p = buildProbability(x, s, lseR, hidden);
+          // dv[j] += p do[r]; dp = do[r] . v[j].
+          buildFor(x, c0, dvC, c1, [&](auto &y, Value e) {
+            Value de = y.toF32(y.load(doTile, {r, e}));
+            y.store(y.addF(y.load(dvAcc, {e}), y.mulF(p, de)), dvAcc, {e});
+          });
+          Value dp = buildSum(x, c0, dvC, zero, [&](auto &y, Value e) {
+            return y.mulF(y.toF32(y.load(doTile, {r, e})),
+                          y.load(vRow, {e}));
+          });
+          // ds = p (dp - delta); dk[j] += ds q[r] (scaled at the end).
+          Value ds = x.mulF(p, x.subF(dp, x.load(deltaTile, {r})));
+          buildFor(x, c0, dC, c1, [&](auto &y, Value d) {
+            Value qd = y.toF32(y.load(qTile, {r, d}));
+            y.store(y.addF(y.load(dkAcc, {d}), y.mulF(ds, qd)), dkAcc, {d});
+          });
+          if (dsTile)
+            x.store(ds, dsTile, {r, tid});
+        });
+      });
+    });
+
+    if (dqAcc) {
+      // dq[i0 + r, d] += scale sum_c ds[r, c] k[j0 + c, d]: the block's
+      // threads stride over the rows x D elements, one f32 atomic each.
+      gpu::BarrierOp::create(t.b, t.loc);
+      buildFor(t, tid, t.mul(rows, dC), bn, [&](auto &u, Value idx) {
+        Value r = arith::DivUIOp::create(u.b, u.loc, idx, dC);
+        Value d = arith::RemUIOp::create(u.b, u.loc, idx, dC);
+        Value sum = buildSum(u, c0, cols, zero, [&](auto &w, Value c) {
+          return w.mulF(w.load(dsTile, {r, c}),
+                        w.toF32(w.load(kTile, {c, d})));
+        });
+        memref::AtomicRMWOp::create(u.b, u.loc, arith::AtomicRMWKind::addf,
+                                    u.mulF(sum, scale), dqAcc,
+                                    ValueRange{batch, u.add(i0, r), d});
+      });
+    }
+  });
+
+  // dk = scale * dkAcc, dv = dvAcc, in the result types. Keys no query
+  // sees keep their zeros.
+  buildIf(kb, keyValid, [&](auto &t) {
+    buildFor(t, c0, dC, c1, [&](auto &u, Value d) {
+      u.store(u.fromF32(u.mulF(u.load(dkAcc, {d}), scale), bs.dkElt), dk,
+              {batch, key, d});
+    });
+    buildFor(t, c0, dvC, c1, [&](auto &u, Value e) {
+      u.store(u.fromF32(u.load(dvAcc, {e}), bs.dvElt), dv, {batch, key, e});
+    });
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+/// The deterministic dq kernel; see the file header.
+static void buildDqBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                        const BackwardShape &bs) {
+  b.setInsertionPointToStart(&func.front());
+  KernelBuilder kb(b, loc);
+  Value q = func.getArgument(0), k = func.getArgument(1),
+        v = func.getArgument(2), dout = func.getArgument(3),
+        lse = func.getArgument(4), delta = func.getArgument(5),
+        dq = func.getArgument(6);
+  Value kTile = func.getWorkgroupAttributions()[0];
+  Value vTile = func.getWorkgroupAttributions()[1];
+  Value qRow = func.getPrivateAttributions()[0];
+  Value doRow = func.getPrivateAttributions()[1];
+  Value dqRow = func.getPrivateAttributions()[2];
+
+  Value c0 = kb.cstIndex(0), c1 = kb.cstIndex(1), zero = kb.cstF32(0.0);
+  Value bm = kb.cstIndex(bs.dqBlockM), bn = kb.cstIndex(bs.dqBlockN);
+  Value dC = kb.cstIndex(bs.d), dvC = kb.cstIndex(bs.dv);
+  Value scale = kb.cstF32(bs.scale);
+  Value tq = memref::DimOp::create(b, loc, q, 1);
+  Value tk = memref::DimOp::create(b, loc, k, 1);
+  Value queryBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+
+  Value i0 = kb.mul(queryBlock, bm);
+  Value row = kb.add(i0, tid);
+  Value rowValid = kb.cmpI(arith::CmpIPredicate::slt, row, tq);
+  Value rows = kb.minS(bm, kb.sub(tq, i0));
+  Value offset = causalOffset(kb, bs.causal, tq, tk);
+  // lse and delta of the row (threads past Tq read the last row, unused).
+  Value rowC = kb.minS(row, kb.sub(tq, c1));
+  Value lseR = kb.load(lse, {batch, rowC});
+  Value deltaR = kb.load(delta, {batch, rowC});
+
+  buildIf(kb, rowValid, [&](auto &t) {
+    buildFor(t, c0, dC, c1, [&](auto &u, Value d) {
+      u.store(u.toF32(u.load(q, {batch, row, d})), qRow, {d});
+      u.store(zero, dqRow, {d});
+    });
+    buildFor(t, c0, dvC, c1, [&](auto &u, Value e) {
+      u.store(u.toF32(u.load(dout, {batch, row, e})), doRow, {e});
+    });
+  });
+
+  // Key blocks up to the last key the block's last row sees.
+  Value kvEnd = tk;
+  if (bs.causal != CausalKind::none)
+    kvEnd = kb.minS(kb.maxS(kb.add(kb.add(i0, rows), offset), c0), tk);
+
+  buildFor(kb, c0, kvEnd, bn, [&](auto &t, Value j0) {
+    Value cols = t.minS(bn, t.sub(kvEnd, j0));
+    gpu::BarrierOp::create(t.b, t.loc);
+    buildTileCopy(t, k, kTile, batch, j0, cols, bs.d, tid, bm);
+    buildTileCopy(t, v, vTile, batch, j0, cols, bs.dv, tid, bm);
+    gpu::BarrierOp::create(t.b, t.loc);
+    buildIf(t, rowValid, [&](auto &u) {
+      Value lastKey = u.sub(u.add(j0, cols), c1);
+      buildMaskedOrNot(u, bs.causal, lastKey, i0, offset, [&](auto &w,
+                                                              bool mask) {
+        buildFor(w, c0, cols, c1, [&](auto &x, Value c) {
+          Value dot = buildSum(x, c0, dC, zero, [&](auto &y, Value d) {
+            return y.mulF(y.load(qRow, {d}), y.toF32(y.load(kTile, {c, d})));
+          });
+          Value s = x.mulF(dot, scale);
+          Value hidden;
+          if (mask)
+            hidden = x.cmpI(arith::CmpIPredicate::sgt, x.add(j0, c),
+                            x.add(row, offset));
+          Value p = buildProbability(x, s, lseR, hidden);
+          Value dp = buildSum(x, c0, dvC, zero, [&](auto &y, Value e) {
+            return y.mulF(y.load(doRow, {e}), y.toF32(y.load(vTile, {c, e})));
+          });
+          Value ds = x.mulF(p, x.subF(dp, deltaR));
+          buildFor(x, c0, dC, c1, [&](auto &y, Value d) {
+            Value kd = y.toF32(y.load(kTile, {c, d}));
+            y.store(y.addF(y.load(dqRow, {d}), y.mulF(ds, kd)), dqRow, {d});
+          });
+        });
+      });
+    });
+  });
+
+  buildIf(kb, rowValid, [&](auto &t) {
+    buildFor(t, c0, dC, c1, [&](auto &u, Value d) {
+      u.store(u.fromF32(u.mulF(u.load(dqRow, {d}), scale), bs.dqElt), dq,
+              {batch, row, d});
+    });
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Module and manifest
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One kernel of the module, as the manifest describes it.
+struct KernelSpec {
+  std::string name;
+  int64_t threads;
+  int64_t blockM = 0, blockN = 0; // 0: not used by the kernel's grid
+  SmallVector<StringRef> params;
+  SmallVector<StringRef, 3> grid;
+};
+} // namespace
+
+static DictionaryAttr buildBackwardManifest(Builder &b,
+                                            const BackwardShape &bs,
+                                            StringRef name,
+                                            ArrayRef<KernelSpec> kernels) {
+  auto dim = [&](int64_t d) -> Attribute {
+    if (ShapedType::isDynamic(d))
+      return b.getStringAttr("?");
+    return b.getI64IntegerAttr(d);
+  };
+  SmallVector<Attribute> batchShape;
+  for (int64_t d : bs.batchShape)
+    batchShape.push_back(dim(d));
+  SmallVector<Attribute> scratch = {
+      b.getStringAttr("delta f32 batch seqlen_q")};
+  if (!bs.deterministic)
+    scratch.push_back(b.getStringAttr("dq_accum f32 batch seqlen_q head_dim"));
+  SmallVector<Attribute> kernelAttrs;
+  for (const KernelSpec &spec : kernels) {
+    SmallVector<NamedAttribute> entries = {
+        b.getNamedAttr("kernel", b.getStringAttr(spec.name)),
+        b.getNamedAttr("threads", b.getI64IntegerAttr(spec.threads))};
+    if (spec.blockM)
+      entries.push_back(
+          b.getNamedAttr("block_m", b.getI64IntegerAttr(spec.blockM)));
+    if (spec.blockN)
+      entries.push_back(
+          b.getNamedAttr("block_n", b.getI64IntegerAttr(spec.blockN)));
+    entries.push_back(b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)));
+    entries.push_back(b.getNamedAttr(
+        "params", b.getStrArrayAttr(SmallVector<StringRef>(spec.params))));
+    entries.push_back(b.getNamedAttr(
+        "grid", b.getStrArrayAttr(SmallVector<StringRef>(spec.grid))));
+    kernelAttrs.push_back(b.getDictionaryAttr(entries));
+  }
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("op", b.getStringAttr("attention_backward")),
+      b.getNamedAttr("dtype", b.getStringAttr(typeName(bs.elt))),
+      b.getNamedAttr("o_dtype", b.getStringAttr(typeName(bs.oElt))),
+      b.getNamedAttr("do_dtype", b.getStringAttr(typeName(bs.doElt))),
+      b.getNamedAttr("dq_dtype", b.getStringAttr(typeName(bs.dqElt))),
+      b.getNamedAttr("dk_dtype", b.getStringAttr(typeName(bs.dkElt))),
+      b.getNamedAttr("dv_dtype", b.getStringAttr(typeName(bs.dvElt))),
+      b.getNamedAttr("causal", b.getStringAttr(stringifyCausalKind(bs.causal))),
+      b.getNamedAttr("scale", b.getF32FloatAttr(bs.scale)),
+      b.getNamedAttr("batch", dim(bs.batch)),
+      b.getNamedAttr("batch_shape", b.getArrayAttr(batchShape)),
+      b.getNamedAttr("seqlen_q", dim(bs.tq)),
+      b.getNamedAttr("seqlen_k", dim(bs.tk)),
+      b.getNamedAttr("head_dim", dim(bs.d)),
+      b.getNamedAttr("head_dim_v", dim(bs.dv)),
+      b.getNamedAttr("deterministic",
+                     b.getI64IntegerAttr(bs.deterministic ? 1 : 0)),
+      b.getNamedAttr("scratch", b.getArrayAttr(scratch)),
+      b.getNamedAttr("kernels", b.getArrayAttr(kernelAttrs)),
+  };
+  return b.getDictionaryAttr(entries);
+}
+
+FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
+    OpBuilder &builder, AttentionBackwardOp op, StringRef name,
+    const AttentionKernelOptions &options, DictionaryAttr &manifest) {
+  FailureOr<BackwardShape> maybeShape = getBackwardShape(op, options);
+  if (failed(maybeShape))
+    return failure();
+  const BackwardShape &bs = *maybeShape;
+  MLIRContext *ctx = builder.getContext();
+  Location loc = op.getLoc();
+  Type f32 = builder.getF32Type();
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto priv = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
+  auto global = [&](ArrayRef<int64_t> shape, Type elt) -> Type {
+    return globalMemRefType(ctx, shape, elt);
+  };
+  auto local = [&](ArrayRef<int64_t> shape, Type elt, Attribute space) {
+    return MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), space);
+  };
+  // The kernel parameters by manifest name (docs/ARTIFACTS.md).
+  llvm::StringMap<Type> paramTypes = {
+      {"q", global({bs.batch, bs.tq, bs.d}, bs.elt)},
+      {"k", global({bs.batch, bs.tk, bs.d}, bs.elt)},
+      {"v", global({bs.batch, bs.tk, bs.dv}, bs.elt)},
+      {"o", global({bs.batch, bs.tq, bs.dv}, bs.oElt)},
+      {"do", global({bs.batch, bs.tq, bs.dv}, bs.doElt)},
+      {"lse", global({bs.batch, bs.tq}, f32)},
+      {"delta", global({bs.batch, bs.tq}, f32)},
+      {"dq", global({bs.batch, bs.tq, bs.d}, bs.dqElt)},
+      {"dk", global({bs.batch, bs.tk, bs.d}, bs.dkElt)},
+      {"dv", global({bs.batch, bs.tk, bs.dv}, bs.dvElt)},
+      {"dq_accum", global({bs.batch, bs.tq, bs.d}, f32)},
+  };
+
+  SmallVector<KernelSpec> specs;
+  KernelSpec delta{(name + "_delta").str(), kRowThreads};
+  delta.params = {"o", "do", "delta"};
+  if (!bs.deterministic)
+    delta.params.push_back("dq_accum");
+  delta.grid = {"ceil_div(seqlen_q,threads)", "batch", "1"};
+  KernelSpec dkdv{(name + "_dkdv").str(), bs.blockN, bs.blockM, bs.blockN};
+  dkdv.params = {"q", "k", "v", "do", "lse", "delta", "dk", "dv"};
+  if (!bs.deterministic)
+    dkdv.params.push_back("dq_accum");
+  dkdv.grid = {"ceil_div(seqlen_k,block_n)", "batch", "1"};
+  KernelSpec last;
+  if (bs.deterministic) {
+    last = KernelSpec{(name + "_dq").str(), bs.dqBlockM, bs.dqBlockM,
+                      bs.dqBlockN};
+    last.params = {"q", "k", "v", "do", "lse", "delta", "dq"};
+    last.grid = {"ceil_div(seqlen_q,block_m)", "batch", "1"};
+  } else {
+    last = KernelSpec{(name + "_dq_convert").str(), kRowThreads};
+    last.params = {"dq_accum", "dq"};
+    last.grid = {"ceil_div(seqlen_q,threads)", "batch", "1"};
+  }
+  specs = {delta, dkdv, last};
+
+  OpBuilder::InsertionGuard guard(builder);
+  auto gpuModule = gpu::GPUModuleOp::create(builder, loc, name);
+  for (auto [index, spec] : llvm::enumerate(specs)) {
+    SmallVector<Type> argTypes;
+    for (StringRef p : spec.params)
+      argTypes.push_back(paramTypes.lookup(p));
+    SmallVector<Type> workgroupTypes, privateTypes;
+    if (index == 1) {
+      workgroupTypes = {local({bs.blockN, bs.d}, bs.elt, workgroup),
+                        local({bs.blockM, bs.d}, bs.elt, workgroup),
+                        local({bs.blockM, bs.dv}, bs.doElt, workgroup),
+                        local({bs.blockM}, f32, workgroup),
+                        local({bs.blockM}, f32, workgroup)};
+      if (!bs.deterministic)
+        workgroupTypes.push_back(
+            local({bs.blockM, bs.blockN}, f32, workgroup));
+      privateTypes = {local({bs.dv}, f32, priv), local({bs.d}, f32, priv),
+                      local({bs.dv}, f32, priv)};
+    } else if (index == 2 && bs.deterministic) {
+      workgroupTypes = {local({bs.dqBlockN, bs.d}, bs.elt, workgroup),
+                        local({bs.dqBlockN, bs.dv}, bs.elt, workgroup)};
+      privateTypes = {local({bs.d}, f32, priv), local({bs.dv}, f32, priv),
+                      local({bs.d}, f32, priv)};
+    }
+    builder.setInsertionPointToEnd(gpuModule.getBody());
+    auto func = gpu::GPUFuncOp::create(builder, loc, spec.name,
+                                       builder.getFunctionType(argTypes, {}),
+                                       workgroupTypes, privateTypes);
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                  builder.getUnitAttr());
+    func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(spec.threads), 1, 1}));
+    if (index == 0)
+      buildDeltaBody(builder, loc, func, bs);
+    else if (index == 1)
+      buildDkDvBody(builder, loc, func, bs);
+    else if (bs.deterministic)
+      buildDqBody(builder, loc, func, bs);
+    else
+      buildConvertBody(builder, loc, func, bs);
+  }
+
+  manifest = buildBackwardManifest(builder, bs, name, specs);
+  return gpuModule;
+}
