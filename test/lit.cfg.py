@@ -62,3 +62,22 @@ if os.path.exists(fa_runtime_unittests):
     config.substitutions.append(("%fa_runtime_unittests", fa_runtime_unittests))
     config.substitutions.append(
         ("%fa_run", os.path.join(config.fa_tools_dir, "fa-run")))
+
+# FAPlugin.so, the dialect + pass plugin, loaded into the stock mlir-opt of
+# LLVM 22. Tests that use it say `REQUIRES: fa-plugin` and run
+# `%mlir_opt_plugin`, i.e. mlir-opt with both plugin flags.
+fa_plugin = os.path.join(config.fa_lib_dir, "FAPlugin.so")
+stock_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if os.path.exists(fa_plugin) and os.path.exists(stock_mlir_opt):
+    config.available_features.add("fa-plugin")
+    config.substitutions.append(("%fa_plugin", fa_plugin))
+    config.substitutions.append(
+        ("%mlir_opt_plugin",
+         "%s --load-dialect-plugin=%s --load-pass-plugin=%s"
+         % (stock_mlir_opt, fa_plugin, fa_plugin)))
+
+# fa-capi-test, the C program on libFACAPI.so. `REQUIRES: fa-capi`.
+fa_capi_test = os.path.join(config.fa_tools_dir, "fa-capi-test")
+if os.path.exists(fa_capi_test):
+    config.available_features.add("fa-capi")
+    config.substitutions.append(("%fa_capi_test", fa_capi_test))
