@@ -1,0 +1,279 @@
+"""The compile driver: runs the fa-opt tool stage by stage.
+
+Stages (one function each, as a backend compiler of Triton does):
+
+1. :func:`make_mlir` -- the ``func.func`` holding the ``fa.attention``
+   (forward with lse) of an :class:`~fa_opt.config.AttentionConfig`, and
+   :func:`make_backward_mlir` -- the ``fa.attention_backward`` of it;
+2. :func:`make_ptx` -- ``fa-opt --fa-to-ptx="chip=... output-dir=..."``: PTX
+   plus manifest per kernel (docs/ARTIFACTS.md).
+
+:func:`compile_attention` runs them under the disk cache and returns an
+:class:`Artifact`. The tool is ``$FA_OPT`` if set, else ``fa-opt`` on PATH.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from . import __version__, cache
+from .config import AttentionConfig, CompileOptions
+from .manifest import (BackwardManifest, Manifest, read_any_manifest,
+                       read_manifest)
+
+PIPELINE = "fa-to-ptx"
+
+
+class FaOptNotFoundError(RuntimeError):
+    """No fa-opt binary to compile with."""
+
+
+class CompilationError(RuntimeError):
+    """fa-opt failed; the message holds its command line and stderr."""
+
+
+def find_fa_opt() -> str:
+    """``$FA_OPT`` (must be an executable file), else ``fa-opt`` on PATH."""
+    env = os.environ.get("FA_OPT")
+    if env:
+        if os.path.isfile(env) and os.access(env, os.X_OK):
+            return os.path.abspath(env)
+        raise FaOptNotFoundError(
+            f"FA_OPT is set to '{env}', which is not an executable file")
+    found = shutil.which("fa-opt")
+    if found:
+        return os.path.abspath(found)
+    raise FaOptNotFoundError(
+        "fa-opt not found: set FA_OPT to the fa-opt binary or put it on PATH "
+        "(build it with scripts/build.sh), or point FA_OPT_KERNEL_DIRS at "
+        "folders of precompiled kernels (python -m fa_opt compile --out DIR)")
+
+
+_IDENTITY_MEMO: Dict[tuple, dict] = {}
+
+
+def tool_identity(path: str) -> dict:
+    """What identifies the compiler: the SHA-256 of the binary and its
+    ``--version`` text (the LLVM/MLIR it was built against; fa-opt links
+    libMLIR.so, so this changes with an LLVM upgrade that leaves the binary
+    alone). Memoized per (path, size, mtime)."""
+    st = os.stat(path)
+    memo_key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    identity = _IDENTITY_MEMO.get(memo_key)
+    if identity is None:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        try:
+            version = subprocess.run(
+                [path, "--version"], capture_output=True, text=True,
+                timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            version = ""
+        identity = {"sha256": digest.hexdigest(), "version": version}
+        _IDENTITY_MEMO[memo_key] = identity
+    return identity
+
+
+# --- stage 1: MLIR ------------------------------------------------------------
+
+def _tensor(dims, elt: str) -> str:
+    return "tensor<" + "x".join("?" if d is None else str(d) for d in dims) + \
+        f"x{elt}>"
+
+
+def func_name(config: AttentionConfig, direction: str = "fwd") -> str:
+    """A symbol unique to the config, readable in kernel names:
+    ``fa_<dir>_<dtype>_d<D>_<causal>_<hash8>``."""
+    digest = cache.cache_key(config.to_dict())[:8]
+    return f"fa_{direction}_{config.short_name()}_{digest}"
+
+
+def _types(config: AttentionConfig):
+    b, tq, tk = config.batch, config.seqlen_q, config.seqlen_k
+    q = _tensor((b, tq, config.head_dim), config.dtype)
+    k = _tensor((b, tk, config.head_dim), config.dtype)
+    v = _tensor((b, tk, config.head_dim_v), config.dtype)
+    o = _tensor((b, tq, config.head_dim_v), config.o_dtype)
+    lse = _tensor((b, tq), "f32")
+    return q, k, v, o, lse
+
+
+def _attrs(config: AttentionConfig) -> str:
+    return f"scale({config.scale!r}) causal({config.causal})"
+
+
+def make_mlir(config: AttentionConfig) -> str:
+    """Stage 1 (forward): rank-3 ``[batch, T, D]`` tensors, the batch dims
+    flattened as the kernel ABI has them; the scale spelled out (repr: the
+    shortest text that round-trips the double)."""
+    q, k, v, o, lse = _types(config)
+    name = func_name(config, "fwd")
+    return (
+        f"// fa_opt {__version__}: forward of {config.to_dict()}\n"
+        f"func.func @{name}(%q: {q}, %k: {k}, %v: {v}) -> ({o}, {lse}) {{\n"
+        f"  %o, %lse = fa.attention %q, %k, %v {_attrs(config)}\n"
+        f"      : {q}, {k}, {v} -> {o}, {lse}\n"
+        f"  return %o, %lse : {o}, {lse}\n"
+        f"}}\n")
+
+
+def make_backward_mlir(config: AttentionConfig) -> str:
+    """Stage 1 (backward): ``fa.attention_backward(q, k, v, o, do, lse)``,
+    do in o's type, the gradients in the input type (the kernels accumulate
+    in f32 and round once, as autograd wants gradients in the input
+    dtype)."""
+    q, k, v, o, lse = _types(config)
+    dq, dk, dv = q, k, v
+    name = func_name(config, "bwd")
+    return (
+        f"// fa_opt {__version__}: backward of {config.to_dict()}\n"
+        f"func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %o: {o}, %do: {o}, "
+        f"%lse: {lse}) -> ({dq}, {dk}, {dv}) {{\n"
+        f"  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse "
+        f"{_attrs(config)}\n"
+        f"      : {q}, {k}, {v}, {o}, {o}, {lse} -> {dq}, {dk}, {dv}\n"
+        f"  return %dq, %dk, %dv : {dq}, {dk}, {dv}\n"
+        f"}}\n")
+
+
+# --- stage 2: PTX -------------------------------------------------------------
+
+def fa_to_ptx_command(tool: str, input_file: str, options: CompileOptions,
+                      output_dir: str) -> List[str]:
+    opts = " ".join(options.pipeline_options() + [f"output-dir={output_dir}"])
+    return [tool, input_file, f"--{PIPELINE}={opts}", "-o", os.devnull]
+
+
+def make_ptx(mlir_text: str, options: CompileOptions, tool: str,
+             work_dir: str, stem: str) -> List[str]:
+    """Stage 2: writes ``work_dir/<stem>.mlir``, runs fa-to-ptx into
+    ``work_dir`` and returns the manifest files it wrote (sorted)."""
+    input_name = f"{stem}.mlir"
+    with open(os.path.join(work_dir, input_name), "w", encoding="utf-8") as f:
+        f.write(mlir_text)
+    before = set(os.listdir(work_dir))
+    # Relative paths with cwd=work_dir: no quoting issues in pass options.
+    command = fa_to_ptx_command(tool, input_name, options, ".")
+    proc = subprocess.run(command, cwd=work_dir, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise CompilationError(
+            f"fa-opt failed (exit {proc.returncode}) on {stem}.mlir:\n"
+            f"  command: {' '.join(command)}\n  in: {work_dir}\n"
+            f"{proc.stderr.strip()}\n--- input ---\n{mlir_text}")
+    manifests = sorted(n for n in set(os.listdir(work_dir)) - before
+                       if n.endswith(".manifest"))
+    if not manifests:
+        raise CompilationError(
+            f"fa-opt wrote no kernel manifest for {stem}.mlir "
+            f"(command: {' '.join(command)})")
+    return manifests
+
+
+# --- the whole compile --------------------------------------------------------
+
+@dataclass
+class Artifact:
+    """A compiled configuration: a folder with ``fa_opt.json``."""
+
+    directory: str
+    entry: dict
+    config: AttentionConfig
+
+    @property
+    def chip(self) -> str:
+        return self.entry["options"]["chip"]
+
+    def forward_manifest(self) -> Manifest:
+        return read_manifest(os.path.join(self.directory,
+                                          self.entry["forward"][0]))
+
+    def backward_manifest(self) -> Optional[BackwardManifest]:
+        """The backward kernels (one version-2 manifest naming them in
+        launch order), None when fa-opt compiled none."""
+        for name in self.entry.get("backward") or ():
+            m = read_any_manifest(os.path.join(self.directory, name))
+            if isinstance(m, BackwardManifest):
+                return m
+        return None
+
+    @property
+    def backward_error(self) -> Optional[str]:
+        return self.entry.get("backward_error")
+
+
+def key_material(config: AttentionConfig, options: CompileOptions,
+                 identity: dict) -> dict:
+    """Everything the cache key hashes."""
+    return {"format": cache.CACHE_FORMAT, "package": __version__,
+            "config": config.to_dict(), "pipeline": PIPELINE,
+            "options": options.to_dict(), "fa_opt": identity,
+            "mlir": [make_mlir(config), make_backward_mlir(config)]}
+
+
+def compile_attention(config: AttentionConfig,
+                      options: Optional[CompileOptions] = None,
+                      tool: Optional[str] = None,
+                      cache_root: Optional[str] = None,
+                      backward: bool = True) -> Artifact:
+    """Compiles (or finds in the cache) the forward and, if ``backward`` and
+    the tool can, the backward kernels of ``config``."""
+    options = options or CompileOptions()
+    tool = tool or find_fa_opt()
+    identity = tool_identity(tool)
+    material = key_material(config, options, identity)
+    material["backward"] = bool(backward)
+    key = cache.cache_key(material)
+    entry = cache.lookup(key, cache_root)
+    if entry is None:
+        staging = cache.new_staging_dir(cache_root)
+        try:
+            start = time.perf_counter()
+            forward = make_ptx(make_mlir(config), options, tool, staging,
+                               "forward")
+            entry = {"format": cache.CACHE_FORMAT, "package": __version__,
+                     "key": key, "config": config.to_dict(),
+                     "options": options.to_dict(), "pipeline": PIPELINE,
+                     "fa_opt": dict(identity, path=tool),
+                     "forward": forward, "backward": None}
+            if backward:
+                try:
+                    entry["backward"] = make_ptx(
+                        make_backward_mlir(config), options, tool, staging,
+                        "backward")
+                except CompilationError as err:
+                    entry["backward_error"] = str(err).splitlines()[0] + \
+                        "\n" + _first_error_line(str(err))
+            entry["compile_seconds"] = round(time.perf_counter() - start, 3)
+            directory = cache.publish(staging, key, entry, cache_root)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        entry = cache.lookup(key, cache_root) or entry
+    else:
+        directory = cache.entry_dir(key, cache_root)
+    return Artifact(directory=directory, entry=entry, config=config)
+
+
+def _first_error_line(text: str) -> str:
+    for line in text.splitlines():
+        if "error:" in line:
+            return line.strip()
+    return ""
+
+
+def export_artifact(artifact: Artifact, out_dir: str) -> str:
+    """Copies a compiled entry into ``out_dir/<key>/`` (a precompiled
+    folder to carry to a machine without fa-opt)."""
+    target = os.path.join(out_dir, os.path.basename(artifact.directory))
+    if not os.path.isdir(target):
+        shutil.copytree(artifact.directory, target)
+    return target

@@ -1,0 +1,182 @@
+"""What a kernel is compiled for: the attention configuration and the
+pipeline options.
+
+An :class:`AttentionConfig` names everything about one ``fa.attention`` that
+changes the generated code: element types, head dims, causal alignment,
+scale and which of batch / seqlen_q / seqlen_k are static (a number) or
+dynamic (``None``, ``?`` in the IR and the manifest). A *shape policy* maps a
+concrete call to a config, i.e. decides the shape bucket:
+
+* ``"dynamic"`` (default): batch, seqlen_q and seqlen_k dynamic -- one
+  kernel per (dtype, head dims, causal, scale), never recompiled for a new
+  shape;
+* ``"static_batch"``: batch * heads static, seqlens dynamic;
+* ``"static"``: every dim static (one kernel per shape).
+
+:class:`CompileOptions` are the ``fa-to-ptx`` pipeline options.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+#: Element types of q/k/v/o, spelled as in the IR and the manifest.
+DTYPES = ("f16", "bf16", "f32")
+#: Causal alignments (docs/ARTIFACTS.md, FAOps.td).
+CAUSAL_KINDS = ("none", "top_left", "bottom_right")
+#: Shape policies (see the module docstring).
+SHAPE_POLICIES = ("dynamic", "static_batch", "static")
+
+#: torch dtype (by its str()) -> IR element type.
+TORCH_DTYPE_NAMES = {
+    "torch.float16": "f16",
+    "torch.bfloat16": "bf16",
+    "torch.float32": "f32",
+}
+
+
+def normalize_causal(causal) -> str:
+    """``True`` -> ``"top_left"`` (PyTorch's ``is_causal``), ``False``/``None``
+    -> ``"none"``; a string must be one of :data:`CAUSAL_KINDS`."""
+    if causal is True:
+        return "top_left"
+    if causal is False or causal is None:
+        return "none"
+    if isinstance(causal, str) and causal in CAUSAL_KINDS:
+        return causal
+    raise ValueError(
+        "causal must be a bool or one of 'none', 'top_left', 'bottom_right', "
+        f"but got {causal!r}")
+
+
+def default_scale(head_dim: int) -> float:
+    """``1 / sqrt(head_dim)``, the scale of ``fa.attention`` and of SDPA."""
+    return 1.0 / math.sqrt(head_dim)
+
+
+def check_scale(scale: float) -> float:
+    scale = float(scale)
+    if not math.isfinite(scale) or scale <= 0.0:
+        raise ValueError(
+            f"scale must be finite and positive, but got {scale!r}")
+    return scale
+
+
+def _check_dim(name: str, value, allow_none: bool) -> Optional[int]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, "
+                        f"but got {value!r}")
+    if value < 0 or (value == 0 and not allow_none):
+        raise ValueError(f"{name} must be {'>= 0' if allow_none else '> 0'}, "
+                         f"but got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One ``fa.attention`` (forward, with lse) and its backward.
+
+    Tensors are rank 3 at the kernel level, ``[batch, T, D]``: batch is the
+    product of all leading dims (``B * H`` for ``[B, H, T, D]``).
+    """
+
+    dtype: str
+    head_dim: int
+    head_dim_v: Optional[int] = None  # None: head_dim
+    causal: str = "none"
+    scale: Optional[float] = None  # None: 1/sqrt(head_dim)
+    batch: Optional[int] = None  # None: dynamic
+    seqlen_q: Optional[int] = None
+    seqlen_k: Optional[int] = None
+    o_dtype: Optional[str] = None  # None: dtype
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, "
+                             f"but got {self.dtype!r}")
+        _check_dim("head_dim", self.head_dim, allow_none=False)
+        if self.head_dim_v is None:
+            object.__setattr__(self, "head_dim_v", self.head_dim)
+        _check_dim("head_dim_v", self.head_dim_v, allow_none=False)
+        object.__setattr__(self, "causal", normalize_causal(self.causal))
+        scale = default_scale(self.head_dim) if self.scale is None else self.scale
+        object.__setattr__(self, "scale", check_scale(scale))
+        for name in ("batch", "seqlen_q", "seqlen_k"):
+            _check_dim(name, getattr(self, name), allow_none=True)
+        if self.o_dtype is None:
+            object.__setattr__(self, "o_dtype", self.dtype)
+        if self.o_dtype not in (self.dtype, "f32"):
+            raise ValueError(f"o_dtype must be the input dtype or f32, "
+                             f"but got {self.o_dtype!r}")
+
+    @classmethod
+    def for_call(cls, dtype: str, batch: int, seqlen_q: int, seqlen_k: int,
+                 head_dim: int, head_dim_v: int, causal, scale,
+                 policy: str = "dynamic") -> "AttentionConfig":
+        """The config a call with these sizes compiles under ``policy``."""
+        if policy not in SHAPE_POLICIES:
+            raise ValueError(f"shape policy must be one of "
+                             f"{', '.join(SHAPE_POLICIES)}, but got {policy!r}")
+        static_batch = policy in ("static_batch", "static")
+        static_seq = policy == "static"
+        return cls(dtype=dtype, head_dim=head_dim, head_dim_v=head_dim_v,
+                   causal=causal, scale=scale,
+                   batch=batch if static_batch else None,
+                   seqlen_q=seqlen_q if static_seq else None,
+                   seqlen_k=seqlen_k if static_seq else None)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
+        """Whether a kernel compiled for this config runs these sizes."""
+        return all(want is None or want == got for want, got in (
+            (self.batch, batch), (self.seqlen_q, seqlen_q),
+            (self.seqlen_k, seqlen_k)))
+
+    def short_name(self) -> str:
+        """A readable, symbol-safe name (the hash in the kernel name makes it
+        unique)."""
+        name = f"{self.dtype}_d{self.head_dim}"
+        if self.head_dim_v != self.head_dim:
+            name += f"_dv{self.head_dim_v}"
+        return name + f"_{self.causal}"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Options of the ``fa-to-ptx`` pipeline; ``None`` keeps the pipeline's
+    default (and is left out of the command line)."""
+
+    chip: str = "sm_90a"
+    block_m: Optional[int] = None
+    block_n: Optional[int] = None
+    features: Optional[str] = None
+    extra: tuple = field(default=())  # further "key=value" pipeline options
+
+    def pipeline_options(self) -> list:
+        """The ``key=value`` options of ``--fa-to-ptx``, output-dir excluded."""
+        opts = [f"chip={self.chip}"]
+        if self.block_m is not None:
+            opts.append(f"block-m={int(self.block_m)}")
+        if self.block_n is not None:
+            opts.append(f"block-n={int(self.block_n)}")
+        if self.features is not None:
+            opts.append(f"features={self.features}")
+        opts.extend(self.extra)
+        return opts
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["extra"] = list(self.extra)
+        return d
+
+
+def chip_for_capability(major: int, minor: int) -> str:
+    """The chip name fa-opt targets for a compute capability: the
+    architecture-specific ``a`` variant from sm_90 on (wgmma, TMA)."""
+    return f"sm_{major}{minor}" + ("a" if major >= 9 else "")

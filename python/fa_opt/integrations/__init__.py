@@ -1,0 +1,1 @@
+"""Adapters that put fa_opt's attention into other libraries' models."""

@@ -1,0 +1,415 @@
+"""Reader of the kernel manifests ``fa-opt --fa-to-ptx`` writes
+(docs/ARTIFACTS.md): one ``key value...`` pair per line, ``#`` comments,
+unknown keys ignored, ``?`` for a dynamic dim.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .config import AttentionConfig, CAUSAL_KINDS, DTYPES
+
+DYNAMIC = None  # a `?` dim
+
+
+class ManifestError(ValueError):
+    """A malformed manifest; the message names the file and line."""
+
+
+_REQUIRED = ("version", "kernel", "ptx", "dtype", "params", "grid", "threads",
+             "block_m")
+
+
+@dataclass
+class Manifest:
+    path: str
+    kernel: str
+    ptx: str  # resolved against the manifest's folder
+    version: int
+    chip: Optional[str]
+    dtype: str
+    o_dtype: str
+    causal: str
+    scale: Optional[float]
+    batch: Optional[int]
+    batch_shape: List[Optional[int]]
+    seqlen_q: Optional[int]
+    seqlen_k: Optional[int]
+    head_dim: int
+    head_dim_v: int
+    has_lse: bool
+    block_m: int
+    block_n: Optional[int]
+    threads: int
+    shared_bytes: int
+    params: List[str]
+    grid: Tuple[str, str, str]
+    extra: Dict[str, List[str]] = field(default_factory=dict)
+    _grid_fn: Optional[Callable] = field(default=None, repr=False)
+
+    def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
+        """Whether the static dims match these sizes."""
+        return all(want is None or want == got for want, got in (
+            (self.batch, batch), (self.seqlen_q, seqlen_q),
+            (self.seqlen_k, seqlen_k)))
+
+    def grid_for(self, batch: int, seqlen_q: int, seqlen_k: int):
+        """The launch grid, from the manifest's ``grid`` expressions."""
+        if self._grid_fn is None:
+            self._grid_fn = compile_grid(self.grid, self)
+        return self._grid_fn(batch, seqlen_q, seqlen_k)
+
+    def config(self) -> AttentionConfig:
+        """The attention config this kernel implements (scale as printed in
+        the manifest: rounded)."""
+        return AttentionConfig(dtype=self.dtype, head_dim=self.head_dim,
+                               head_dim_v=self.head_dim_v, causal=self.causal,
+                               scale=self.scale, batch=self.batch,
+                               seqlen_q=self.seqlen_q, seqlen_k=self.seqlen_k,
+                               o_dtype=self.o_dtype)
+
+
+def _dim(text: str, where: str) -> Optional[int]:
+    if text == "?":
+        return DYNAMIC
+    try:
+        value = int(text)
+    except ValueError:
+        raise ManifestError(f"{where}: expected a dim (a number or ?), got '{text}'")
+    if value < 0:
+        raise ManifestError(f"{where}: expected a dim >= 0, got {value}")
+    return value
+
+
+def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
+    """Parses manifest text; ``path`` locates the PTX and prefixes errors."""
+    values: Dict[str, List[str]] = {}
+    lines: Dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, *rest = line.split()
+        if key in values:
+            raise ManifestError(f"{path}:{number}: duplicate key '{key}'")
+        values[key] = rest
+        lines[key] = number
+    for key in _REQUIRED:
+        if key not in values:
+            raise ManifestError(f"{path}: missing required key '{key}'")
+
+    def where(key):
+        return f"{path}:{lines.get(key, 0)}"
+
+    def one(key, default=None):
+        if key not in values:
+            if default is not None:
+                return default
+            raise ManifestError(f"{path}: missing required key '{key}'")
+        if len(values[key]) != 1:
+            raise ManifestError(f"{where(key)}: expected one value for '{key}', "
+                                f"got {len(values[key])}")
+        return values[key][0]
+
+    def integer(key, default=None):
+        text_value = one(key, None if default is None else str(default))
+        try:
+            return int(text_value)
+        except ValueError:
+            raise ManifestError(f"{where(key)}: expected an integer for '{key}', "
+                                f"got '{text_value}'")
+
+    version = integer("version")
+    if version != 1:
+        raise ManifestError(f"{where('version')}: unsupported manifest version "
+                            f"{version} (this reader knows 1)")
+    dtype = one("dtype")
+    o_dtype = one("o_dtype", dtype)
+    for key, value in (("dtype", dtype), ("o_dtype", o_dtype)):
+        if value not in DTYPES:
+            raise ManifestError(f"{where(key)}: unknown {key} '{value}'")
+    causal = one("causal", "none")
+    if causal not in CAUSAL_KINDS:
+        raise ManifestError(f"{where('causal')}: unknown causal '{causal}'")
+    scale = None
+    if "scale" in values:
+        try:
+            scale = float(one("scale"))
+        except ValueError:
+            raise ManifestError(f"{where('scale')}: expected a number for 'scale'")
+    grid = values["grid"]
+    if len(grid) != 3:
+        raise ManifestError(f"{where('grid')}: expected 3 grid expressions, "
+                            f"got {len(grid)}")
+    ptx = one("ptx")
+    if not os.path.isabs(ptx):
+        ptx = os.path.join(os.path.dirname(os.path.abspath(path)), ptx)
+    known = {"version", "kernel", "ptx", "chip", "dtype", "o_dtype", "causal",
+             "scale", "batch", "batch_shape", "seqlen_q", "seqlen_k",
+             "head_dim", "head_dim_v", "has_lse", "block_m", "block_n",
+             "threads", "shared_bytes", "params", "grid"}
+    manifest = Manifest(
+        path=path, kernel=one("kernel"), ptx=ptx, version=version,
+        chip=values.get("chip", [None])[0], dtype=dtype, o_dtype=o_dtype,
+        causal=causal, scale=scale,
+        batch=_dim(one("batch", "?"), where("batch")),
+        batch_shape=[_dim(t, where("batch_shape"))
+                     for t in values.get("batch_shape", [])],
+        seqlen_q=_dim(one("seqlen_q", "?"), where("seqlen_q")),
+        seqlen_k=_dim(one("seqlen_k", "?"), where("seqlen_k")),
+        head_dim=integer("head_dim"), head_dim_v=integer("head_dim_v"),
+        has_lse=integer("has_lse", 0) == 1, block_m=integer("block_m"),
+        block_n=integer("block_n") if "block_n" in values else None,
+        threads=integer("threads"), shared_bytes=integer("shared_bytes", 0),
+        params=list(values["params"]), grid=(grid[0], grid[1], grid[2]),
+        extra={k: v for k, v in values.items() if k not in known})
+    if manifest.has_lse != ("lse" in manifest.params):
+        raise ManifestError(f"{where('params')}: has_lse {int(manifest.has_lse)} "
+                            f"but params are {' '.join(manifest.params)}")
+    compile_grid(manifest.grid, manifest)  # reject bad expressions early
+    return manifest
+
+
+def read_manifest(path: str) -> Manifest:
+    with open(path, "r", encoding="utf-8") as f:
+        return parse_manifest(f.read(), path)
+
+
+# --- backward manifests (version 2) -------------------------------------------
+#
+# `version 2` + `op attention_backward`: a header (the op's dtypes, causal,
+# scale, dims), one `scratch NAME DTYPE DIM...` line per scratch buffer, then
+# one section per kernel in launch order, each opened by its `kernel` line
+# (kernel, threads, block_m, block_n, shared_bytes, params, grid). All
+# kernels live in the one PTX file the header names.
+
+_BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
+                        "head_dim_v")
+_SECTION_KEYS = ("kernel", "threads", "block_m", "block_n", "shared_bytes",
+                 "params", "grid")
+
+
+@dataclass
+class Scratch:
+    name: str
+    dtype: str
+    dims: List[str]  # size names (batch, seqlen_q, ...) or integers
+
+
+@dataclass
+class BackwardManifest:
+    path: str
+    name: str
+    ptx: str
+    version: int
+    chip: Optional[str]
+    dtype: str
+    o_dtype: str
+    do_dtype: str
+    dq_dtype: str
+    dk_dtype: str
+    dv_dtype: str
+    causal: str
+    scale: Optional[float]
+    batch: Optional[int]
+    seqlen_q: Optional[int]
+    seqlen_k: Optional[int]
+    head_dim: int
+    head_dim_v: int
+    deterministic: bool
+    scratch: List[Scratch]
+    kernels: List[Manifest]  # launch order; each a forward-style view
+
+    def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
+        return all(want is None or want == got for want, got in (
+            (self.batch, batch), (self.seqlen_q, seqlen_q),
+            (self.seqlen_k, seqlen_k)))
+
+
+def parse_backward_manifest(text: str, path: str = "<manifest>"
+                            ) -> BackwardManifest:
+    header: Dict[str, List[str]] = {}
+    scratch: List[Scratch] = []
+    sections: List[Dict[str, List[str]]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, *rest = line.split()
+        where = f"{path}:{number}"
+        if key == "kernel":
+            sections.append({})
+        if sections and key in _SECTION_KEYS:
+            if key in sections[-1]:
+                raise ManifestError(f"{where}: duplicate key '{key}' in the "
+                                    f"section of kernel {sections[-1]['kernel'][0]}")
+            sections[-1][key] = rest
+        elif key == "scratch":
+            if len(rest) < 2:
+                raise ManifestError(f"{where}: expected 'scratch NAME DTYPE "
+                                    f"DIM...', got '{line}'")
+            if rest[1] not in DTYPES:
+                raise ManifestError(f"{where}: unknown scratch dtype '{rest[1]}'")
+            scratch.append(Scratch(rest[0], rest[1], rest[2:]))
+        else:
+            if key in header:
+                raise ManifestError(f"{where}: duplicate key '{key}'")
+            header[key] = rest
+    for key in _BWD_HEADER_REQUIRED:
+        if key not in header:
+            raise ManifestError(f"{path}: missing required key '{key}'")
+    if header["op"] != ["attention_backward"]:
+        raise ManifestError(f"{path}: unknown op '{' '.join(header['op'])}'")
+    if not sections:
+        raise ManifestError(f"{path}: no kernel section")
+
+    def one(d, key, default=None):
+        if key not in d:
+            return default
+        return d[key][0] if d[key] else default
+
+    def dtype_of(key, default):
+        value = one(header, key, default)
+        if value not in DTYPES:
+            raise ManifestError(f"{path}: unknown {key} '{value}'")
+        return value
+
+    dtype = dtype_of("dtype", None)
+    ptx = one(header, "ptx")
+    if not os.path.isabs(ptx):
+        ptx = os.path.join(os.path.dirname(os.path.abspath(path)), ptx)
+    causal = one(header, "causal", "none")
+    if causal not in CAUSAL_KINDS:
+        raise ManifestError(f"{path}: unknown causal '{causal}'")
+    try:
+        batch = _dim(one(header, "batch", "?"), path)
+        seqlen_q = _dim(one(header, "seqlen_q", "?"), path)
+        seqlen_k = _dim(one(header, "seqlen_k", "?"), path)
+        head_dim, head_dim_v = int(one(header, "head_dim")), \
+            int(one(header, "head_dim_v"))
+        scale = float(one(header, "scale")) if "scale" in header else None
+        version = int(one(header, "version"))
+    except (TypeError, ValueError):
+        raise ManifestError(f"{path}: malformed header value")
+    if version != 2:
+        raise ManifestError(f"{path}: unsupported backward manifest version "
+                            f"{version} (this reader knows 2)")
+    o_dtype = dtype_of("o_dtype", dtype)
+    kernels = []
+    for sec in sections:
+        name = one(sec, "kernel")
+        for key in ("threads", "params", "grid"):
+            if key not in sec:
+                raise ManifestError(f"{path}: kernel {name}: missing '{key}'")
+        if len(sec["grid"]) != 3:
+            raise ManifestError(f"{path}: kernel {name}: expected 3 grid "
+                                f"expressions, got {len(sec['grid'])}")
+        try:
+            m = Manifest(
+                path=path, kernel=name, ptx=ptx, version=version,
+                chip=one(header, "chip"), dtype=dtype, o_dtype=o_dtype,
+                causal=causal, scale=scale, batch=batch, batch_shape=[],
+                seqlen_q=seqlen_q, seqlen_k=seqlen_k, head_dim=head_dim,
+                head_dim_v=head_dim_v, has_lse="lse" in sec["params"],
+                block_m=int(one(sec, "block_m", 0)),
+                block_n=int(one(sec, "block_n", 0)) or None,
+                threads=int(one(sec, "threads")),
+                shared_bytes=int(one(sec, "shared_bytes", 0)),
+                params=list(sec["params"]), grid=tuple(sec["grid"]))
+        except ValueError:
+            raise ManifestError(f"{path}: kernel {name}: malformed number")
+        compile_grid(m.grid, m)
+        kernels.append(m)
+    return BackwardManifest(
+        path=path, name=one(header, "name"), ptx=ptx, version=version,
+        chip=one(header, "chip"), dtype=dtype, o_dtype=o_dtype,
+        do_dtype=dtype_of("do_dtype", o_dtype),
+        dq_dtype=dtype_of("dq_dtype", dtype),
+        dk_dtype=dtype_of("dk_dtype", dtype),
+        dv_dtype=dtype_of("dv_dtype", dtype), causal=causal, scale=scale,
+        batch=batch, seqlen_q=seqlen_q, seqlen_k=seqlen_k, head_dim=head_dim,
+        head_dim_v=head_dim_v,
+        deterministic=one(header, "deterministic", "0") == "1",
+        scratch=scratch, kernels=kernels)
+
+
+def parse_any_manifest(text: str, path: str = "<manifest>"):
+    """A :class:`Manifest` (version 1, one forward kernel) or a
+    :class:`BackwardManifest` (version 2, ``op attention_backward``)."""
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].split()
+        if line and line[0] == "version":
+            if line[1:] == ["2"]:
+                return parse_backward_manifest(text, path)
+            break
+    return parse_manifest(text, path)
+
+
+def read_any_manifest(path: str):
+    with open(path, "r", encoding="utf-8") as f:
+        return parse_any_manifest(f.read(), path)
+
+
+# --- grid expressions -------------------------------------------------------
+#
+# A grid entry is an integer, a size name (batch, seqlen_q, seqlen_k, or a
+# manifest integer such as block_m) or ceil_div(a,b) of two such terms.
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
+_SIZES = ("batch", "seqlen_q", "seqlen_k")
+
+
+def _parse_expr(text: str, manifest) -> Callable:
+    tokens = [m.groups() for m in _TOKEN.finditer(text) if m.group(0).strip()]
+    pos = 0
+
+    def peek():
+        return tokens[pos] if pos < len(tokens) else (None, None, None)
+
+    def term():
+        nonlocal pos
+        number, name, punct = peek()
+        pos += 1
+        if number is not None:
+            value = int(number)
+            return lambda s: value
+        if name == "ceil_div":
+            if peek()[2] != "(":
+                raise ManifestError(f"grid '{text}': expected '(' after ceil_div")
+            pos += 1
+            a = term()
+            if peek()[2] != ",":
+                raise ManifestError(f"grid '{text}': expected ',' in ceil_div")
+            pos += 1
+            b = term()
+            if peek()[2] != ")":
+                raise ManifestError(f"grid '{text}': expected ')' in ceil_div")
+            pos += 1
+            return lambda s: -(-a(s) // b(s))
+        if name in _SIZES:
+            index = _SIZES.index(name)
+            return lambda s: s[index]
+        if name is not None:
+            value = getattr(manifest, name, None)
+            if value is None:
+                value = manifest.extra.get(name, [None])[0]
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise ManifestError(f"grid '{text}': unknown name '{name}'")
+            return lambda s: value
+        raise ManifestError(f"grid '{text}': unexpected '{punct}'")
+
+    fn = term()
+    if pos != len(tokens):
+        raise ManifestError(f"grid '{text}': unexpected trailing text")
+    return fn
+
+
+def compile_grid(grid, manifest) -> Callable:
+    fns = [_parse_expr(g, manifest) for g in grid]
+    return lambda batch, seqlen_q, seqlen_k: tuple(
+        f((batch, seqlen_q, seqlen_k)) for f in fns)

@@ -1,0 +1,288 @@
+"""Finding kernels for a call and launching them.
+
+A call's :class:`~fa_opt.config.AttentionConfig` (under the shape policy) is
+resolved once, then memoized; a kernel is found in this order:
+
+1. precompiled folders: :func:`add_kernel_dir` and ``$FA_OPT_KERNEL_DIRS``
+   (``os.pathsep``-separated), each holding cache entries
+   (``<key>/fa_opt.json``, as ``python -m fa_opt compile --out DIR`` writes
+   them) or bare ``*.manifest`` files from ``fa-opt --fa-to-ptx``;
+2. the compile driver (fa-opt + the disk cache), when fa-opt is found.
+
+The machine that runs kernels needs neither fa-opt nor LLVM: compile on the
+build machine, carry the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import cache
+from .compiler import (Artifact, FaOptNotFoundError, compile_attention,
+                       find_fa_opt)
+from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
+from .layout import memref_params
+from .manifest import (BackwardManifest, Manifest, ManifestError,
+                       read_any_manifest)
+
+# Grid y (the batch) is limited to 65535 blocks: larger batches are launched
+# in chunks, the tensors' memref offsets advanced by the chunk start.
+MAX_GRID_Y = 65535
+
+
+@dataclass
+class KernelSet:
+    """The forward kernel of a config and, if compiled, its backward
+    kernels (launch order)."""
+
+    config: AttentionConfig
+    forward: Manifest
+    backward: Optional[BackwardManifest] = None
+    backward_error: Optional[str] = None
+    source: str = ""
+    _functions: Dict[Tuple[str, int], object] = field(default_factory=dict)
+
+    def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
+        return self.forward.accepts(batch, seqlen_q, seqlen_k)
+
+    def function(self, manifest: Manifest, device: int):
+        key = (manifest.kernel, device)
+        fn = self._functions.get(key)
+        if fn is None:
+            fn = _module(manifest.ptx, device).function(
+                manifest.kernel, manifest.shared_bytes)
+            self._functions[key] = fn
+        return fn
+
+
+_modules: Dict[Tuple[str, int], object] = {}
+_modules_lock = threading.Lock()
+
+
+def _module(ptx: str, device: int):
+    """The loaded module of a PTX file on a device (loaded once)."""
+    key = (ptx, device)
+    mod = _modules.get(key)
+    if mod is None:
+        with _modules_lock:
+            mod = _modules.get(key)
+            if mod is None:
+                from .cuda_driver import Module
+                mod = Module(ptx, device)
+                _modules[key] = mod
+    return mod
+
+
+def launch(kernels: KernelSet, manifest: Manifest, device: int,
+           tensors: Dict[str, Tuple[int, Sequence[int], Sequence[int], int]],
+           batch: int, seqlen_q: int, seqlen_k: int, stream: int) -> None:
+    """Launches one kernel: ``tensors`` maps each manifest param name to
+    ``(data_ptr, sizes, strides, element_size)`` of its memref (sizes and
+    strides in elements, the batch dim first)."""
+    if not manifest.accepts(batch, seqlen_q, seqlen_k):
+        raise ValueError(
+            f"kernel {manifest.kernel} was compiled for batch "
+            f"{manifest.batch}, seqlen_q {manifest.seqlen_q}, seqlen_k "
+            f"{manifest.seqlen_k} ('?' = any), not {batch}, {seqlen_q}, "
+            f"{seqlen_k}")
+    fn = kernels.function(manifest, device)
+    block = (manifest.threads, 1, 1)
+    for start in range(0, batch, MAX_GRID_Y):
+        chunk = min(MAX_GRID_Y, batch - start)
+        grid = manifest.grid_for(chunk, seqlen_q, seqlen_k)
+        if 0 in grid:
+            continue
+        params: List[int] = []
+        for name in manifest.params:
+            ptr, sizes, strides, _ = tensors[name]
+            sizes = [chunk, *sizes[1:]]
+            params += memref_params(ptr + start * strides[0] * tensors[name][3]
+                                    if start else ptr, sizes, strides)
+        fn.launch(grid, block, params, stream)
+
+
+def _manifest_config_matches(m: Manifest, c: AttentionConfig) -> bool:
+    return (m.dtype == c.dtype and m.o_dtype == c.o_dtype
+            and m.head_dim == c.head_dim and m.head_dim_v == c.head_dim_v
+            and m.causal == c.causal and m.has_lse
+            and m.scale is not None
+            and math.isclose(m.scale, c.scale, rel_tol=1e-6))
+
+
+class Registry:
+    """Kernel lookup, compile and memo (one per process: :data:`registry`)."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._dirs: List[str] = []
+        self._env_read = False
+        self._index: Optional[List[Tuple[str, object]]] = None
+        self._memo: Dict[tuple, List[KernelSet]] = {}
+        self.shape_policy = "dynamic"
+        self.options: Optional[CompileOptions] = None  # None: chip of device
+
+    # -- configuration --------------------------------------------------------
+    def add_kernel_dir(self, path: str) -> None:
+        with self._lock:
+            path = os.path.abspath(path)
+            if path not in self._dirs:
+                self._dirs.append(path)
+            self._index = None
+
+    def kernel_dirs(self) -> List[str]:
+        with self._lock:
+            if not self._env_read:
+                self._env_read = True
+                for p in os.environ.get("FA_OPT_KERNEL_DIRS", "").split(os.pathsep):
+                    if p and os.path.abspath(p) not in self._dirs:
+                        self._dirs.append(os.path.abspath(p))
+            return list(self._dirs)
+
+    # -- precompiled folders ----------------------------------------------------
+    def _build_index(self) -> List[Tuple[str, object]]:
+        """Entries: ("artifact", Artifact) or ("manifest", Manifest)."""
+        index: List[Tuple[str, object]] = []
+        for root in self.kernel_dirs():
+            if not os.path.isdir(root):
+                continue
+            covered = set()
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".staging-")]
+                if cache.ENTRY_FILE in filenames:
+                    try:
+                        with open(os.path.join(dirpath, cache.ENTRY_FILE)) as f:
+                            entry = json.load(f)
+                        config = AttentionConfig(**entry["config"])
+                    except (OSError, ValueError, KeyError, TypeError):
+                        continue
+                    index.append(("artifact", Artifact(dirpath, entry, config)))
+                    covered.add(dirpath)
+                    continue
+                for name in sorted(filenames):
+                    if name.endswith(".manifest"):
+                        try:
+                            m = read_any_manifest(os.path.join(dirpath, name))
+                        except (OSError, ManifestError):
+                            continue
+                        if isinstance(m, Manifest):
+                            index.append(("manifest", m))
+        return index
+
+    def _from_dirs(self, config: AttentionConfig, chip: str
+                   ) -> List[KernelSet]:
+        if self._index is None:
+            self._index = self._build_index()
+        found = []
+        for kind, item in self._index:
+            if kind == "artifact":
+                art: Artifact = item
+                if art.chip != chip or not _same_code(art.config, config):
+                    continue
+                try:
+                    found.append(KernelSet(
+                        config=art.config, forward=art.forward_manifest(),
+                        backward=art.backward_manifest(),
+                        backward_error=art.backward_error,
+                        source=art.directory))
+                except (OSError, ManifestError):
+                    continue
+            else:
+                m: Manifest = item
+                if m.chip == chip and _manifest_config_matches(m, config) \
+                        and _static_dims_compatible(m, config):
+                    found.append(KernelSet(config=m.config(), forward=m,
+                                           source=m.path))
+        return found
+
+    # -- lookup -------------------------------------------------------------------
+    def kernels_for(self, config: AttentionConfig, chip: str, batch: int,
+                    seqlen_q: int, seqlen_k: int) -> KernelSet:
+        """The kernels that run this call (memoized per config and chip)."""
+        key = (config, chip)
+        candidates = self._memo.get(key)
+        if candidates is not None:
+            for ks in candidates:
+                if ks.accepts(batch, seqlen_q, seqlen_k):
+                    return ks
+        with self._lock:
+            candidates = self._memo.get(key)
+            if candidates is None:
+                candidates = self._from_dirs(config, chip)
+                self._memo[key] = candidates
+            for ks in candidates:
+                if ks.accepts(batch, seqlen_q, seqlen_k):
+                    return ks
+            options = self.options or CompileOptions(chip=chip)
+            if options.chip != chip:
+                options = CompileOptions(**{**options.to_dict(), "chip": chip,
+                                            "extra": tuple(options.extra)})
+            try:
+                find_fa_opt()
+            except FaOptNotFoundError as err:
+                dirs = self.kernel_dirs()
+                raise FaOptNotFoundError(
+                    f"no kernel for {_describe(config)} on {chip} (batch "
+                    f"{batch}, seqlen_q {seqlen_q}, seqlen_k {seqlen_k}) in "
+                    f"the precompiled folders "
+                    f"{dirs if dirs else '(none: FA_OPT_KERNEL_DIRS is unset)'}"
+                    f", and it cannot be compiled here: {err}") from None
+            art = compile_attention(config, options)
+            ks = KernelSet(config=config, forward=art.forward_manifest(),
+                           backward=art.backward_manifest(),
+                           backward_error=art.backward_error,
+                           source=art.directory)
+            if not ks.accepts(batch, seqlen_q, seqlen_k):
+                raise RuntimeError(f"compiled kernel {ks.forward.kernel} does "
+                                   f"not accept the sizes it was compiled for")
+            candidates.append(ks)
+            return ks
+
+
+def _same_code(a: AttentionConfig, b: AttentionConfig) -> bool:
+    """Equal configs, the scale compared to a relative 1e-12."""
+    return (a.dtype, a.o_dtype, a.head_dim, a.head_dim_v, a.causal, a.batch,
+            a.seqlen_q, a.seqlen_k) == (b.dtype, b.o_dtype, b.head_dim,
+                                        b.head_dim_v, b.causal, b.batch,
+                                        b.seqlen_q, b.seqlen_k) \
+        and math.isclose(a.scale, b.scale, rel_tol=1e-12)
+
+
+def _static_dims_compatible(m: Manifest, c: AttentionConfig) -> bool:
+    """A bare manifest serves a config if every dim it fixes is fixed to the
+    same value by the config, or left dynamic by the config (then
+    ``accepts`` checks each call)."""
+    return all(md is None or cd is None or md == cd for md, cd in (
+        (m.batch, c.batch), (m.seqlen_q, c.seqlen_q), (m.seqlen_k, c.seqlen_k)))
+
+
+def _describe(c: AttentionConfig) -> str:
+    return (f"dtype {c.dtype}, head_dim {c.head_dim}, head_dim_v "
+            f"{c.head_dim_v}, causal {c.causal}, scale {c.scale!r}")
+
+
+registry = Registry()
+
+
+def add_kernel_dir(path: str) -> None:
+    """Adds a folder of precompiled kernels to search (before compiling)."""
+    registry.add_kernel_dir(path)
+
+
+def set_shape_policy(policy: str) -> None:
+    """``"dynamic"`` (default), ``"static_batch"`` or ``"static"``: which
+    dims the compiled kernels fix (see fa_opt.config)."""
+    if policy not in SHAPE_POLICIES:
+        raise ValueError(f"shape policy must be one of "
+                         f"{', '.join(SHAPE_POLICIES)}, but got {policy!r}")
+    registry.shape_policy = policy
+
+
+def set_compile_options(options: Optional[CompileOptions]) -> None:
+    """Pipeline options for kernels compiled from now on (the chip is
+    always the device's)."""
+    registry.options = options

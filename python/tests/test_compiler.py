@@ -1,0 +1,121 @@
+"""The compile driver running the real fa-opt."""
+
+import os
+import subprocess
+
+import pytest
+
+from fa_opt import compiler
+from fa_opt.compiler import (CompilationError, FaOptNotFoundError,
+                             compile_attention, find_fa_opt)
+from fa_opt.config import AttentionConfig, CompileOptions
+from fa_opt.runtime import Registry
+
+
+def test_find_fa_opt_env_first(monkeypatch, tmp_path, fa_opt_tool):
+    assert find_fa_opt() == fa_opt_tool
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "missing"))
+    with pytest.raises(FaOptNotFoundError, match="FA_OPT is set to"):
+        find_fa_opt()
+    monkeypatch.delenv("FA_OPT")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(FaOptNotFoundError, match="fa-opt not found"):
+        find_fa_opt()
+
+
+def test_compile_dynamic_config(fa_opt_tool, cache_root):
+    config = AttentionConfig("bf16", 64, causal=True)
+    art = compile_attention(config)
+    assert art.directory.startswith(cache_root)
+    m = art.forward_manifest()
+    assert m.kernel == compiler.func_name(config) + "_attention_0"
+    assert os.path.isfile(m.ptx) and ".entry " + m.kernel in open(m.ptx).read()
+    assert (m.chip, m.dtype, m.o_dtype, m.causal) == ("sm_90a", "bf16", "bf16", "top_left")
+    assert (m.batch, m.seqlen_q, m.seqlen_k) == (None, None, None)
+    assert (m.head_dim, m.head_dim_v, m.has_lse, m.scale) == (64, 64, True, 0.125)
+    assert m.params == ["q", "k", "v", "o", "lse"]
+    assert m.grid_for(16, 1000, 1000) == (-(-1000 // m.block_m), 16, 1)
+    assert os.path.isfile(os.path.join(art.directory, "forward.mlir"))
+    # The backward is compiled when fa-opt can, else the reason is kept.
+    assert art.entry["backward"] or "error" in art.backward_error
+
+
+def test_second_compile_hits_the_cache(fa_opt_tool, cache_root, monkeypatch):
+    config = AttentionConfig("f16", 128, causal="bottom_right", scale=0.3)
+    first = compile_attention(config)
+    calls = []
+    real_run = subprocess.run
+    monkeypatch.setattr(compiler.subprocess, "run",
+                        lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    second = compile_attention(config)
+    assert second.directory == first.directory and calls == []
+    assert second.forward_manifest().scale == pytest.approx(0.3)
+    # Other options, another entry.
+    third = compile_attention(config, CompileOptions(chip="sm_80", block_m=32))
+    assert third.directory != first.directory
+    m = third.forward_manifest()
+    assert (m.chip, m.block_m) == ("sm_80", 32)
+
+
+def test_static_config(fa_opt_tool, cache_root):
+    config = AttentionConfig("f32", 80, head_dim_v=48, batch=12, seqlen_q=77,
+                             seqlen_k=1031)
+    m = compile_attention(config).forward_manifest()
+    assert (m.batch, m.seqlen_q, m.seqlen_k) == (12, 77, 1031)
+    assert (m.head_dim, m.head_dim_v, m.dtype) == (80, 48, "f32")
+    assert m.accepts(12, 77, 1031) and not m.accepts(12, 78, 1031)
+
+
+def test_fa_opt_failure_is_reported(tmp_path, monkeypatch, cache_root):
+    fake = tmp_path / "fa-opt"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
+                    "echo 'input.mlir:1:1: error: boom' >&2; exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FA_OPT", str(fake))
+    with pytest.raises(CompilationError, match="(?s)fa-opt failed \\(exit 1\\).*error: boom"):
+        compile_attention(AttentionConfig("bf16", 64))
+    # Nothing half-written is left in the cache.
+    assert [n for n in os.listdir(cache_root) if not n.startswith(".")] == []
+    assert [n for n in os.listdir(cache_root) if n.startswith(".staging")] == []
+
+
+def test_precompiled_folder_without_fa_opt(fa_opt_tool, cache_root, tmp_path,
+                                          monkeypatch):
+    """Compile, export with the CLI, then resolve with no fa-opt around."""
+    from fa_opt.__main__ import main
+    out = tmp_path / "kernels"
+    assert main(["compile", "--dtype", "bf16", "f16", "--causal", "top_left",
+                 "--out", str(out)]) == 0
+    assert len(os.listdir(out)) == 2
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-such-fa-opt"))
+    reg = Registry()
+    reg.add_kernel_dir(str(out))
+    ks = reg.kernels_for(AttentionConfig("bf16", 64, causal=True), "sm_90a",
+                         16, 1000, 333)
+    assert ks.forward.dtype == "bf16" and ks.source.startswith(str(out))
+    with pytest.raises(FaOptNotFoundError, match="no kernel for dtype f32"):
+        reg.kernels_for(AttentionConfig("f32", 64), "sm_90a", 1, 2, 3)
+    with pytest.raises(FaOptNotFoundError, match="no kernel"):  # another chip
+        reg.kernels_for(AttentionConfig("bf16", 64, causal=True), "sm_80", 1, 2, 3)
+
+
+def test_bare_manifests_from_fa_opt(fa_opt_tool, tmp_path, monkeypatch):
+    """Folders that fa-opt --fa-to-ptx wrote directly (no fa_opt.json),
+    e.g. bench/make_gpu_check_kernels.sh's, serve calls they fit."""
+    src = tmp_path / "a.mlir"
+    t = "tensor<2x8x?x64xbf16>"
+    src.write_text(
+        f"func.func @gc(%q: {t}, %k: {t}, %v: {t}) -> ({t}, tensor<2x8x?xf32>) {{\n"
+        f"  %o, %lse = fa.attention %q, %k, %v causal(top_left) : {t}, {t}, {t} -> {t}, tensor<2x8x?xf32>\n"
+        f"  return %o, %lse : {t}, tensor<2x8x?xf32>\n}}\n")
+    out = tmp_path / "bare"
+    subprocess.run([fa_opt_tool, str(src), f"--fa-to-ptx=chip=sm_90a output-dir={out}",
+                    "-o", os.devnull], check=True)
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-such-fa-opt"))
+    reg = Registry()
+    reg.add_kernel_dir(str(out))
+    config = AttentionConfig("bf16", 64, causal="top_left")
+    ks = reg.kernels_for(config, "sm_90a", 16, 100, 100)
+    assert ks.forward.kernel == "gc_attention_0" and ks.backward is None
+    with pytest.raises(FaOptNotFoundError):  # batch 16 only
+        reg.kernels_for(config, "sm_90a", 4, 100, 100)

@@ -1,0 +1,63 @@
+import math
+
+import pytest
+
+from fa_opt.config import (AttentionConfig, CompileOptions,
+                           chip_for_capability, normalize_causal)
+
+
+def test_defaults_are_resolved():
+    c = AttentionConfig("bf16", 64)
+    assert c.head_dim_v == 64 and c.o_dtype == "bf16" and c.causal == "none"
+    assert c.scale == 0.125
+    assert c.batch is None and c.seqlen_q is None and c.seqlen_k is None
+    # An explicit default scale is the same config (the same kernel).
+    assert c == AttentionConfig("bf16", 64, scale=1 / math.sqrt(64))
+
+
+@pytest.mark.parametrize("given,want", [(True, "top_left"), (False, "none"),
+                                        (None, "none"),
+                                        ("bottom_right", "bottom_right")])
+def test_causal_spellings(given, want):
+    assert normalize_causal(given) == want
+    assert AttentionConfig("f16", 64, causal=given).causal == want
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(dtype="f64", head_dim=64), "dtype must be one of"),
+    (dict(dtype="bf16", head_dim=0), "head_dim must be > 0"),
+    (dict(dtype="bf16", head_dim=64, causal="diagonal"), "causal must be"),
+    (dict(dtype="bf16", head_dim=64, scale=-1.0), "scale must be finite and positive"),
+    (dict(dtype="bf16", head_dim=64, scale=float("nan")), "scale must be finite"),
+    (dict(dtype="bf16", head_dim=64, seqlen_q=-3), "seqlen_q must be >= 0"),
+    (dict(dtype="bf16", head_dim=64, o_dtype="f16"), "o_dtype must be"),
+])
+def test_invalid_configs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        AttentionConfig(**kwargs)
+
+
+def test_shape_policies():
+    args = ("f16", 16, 1000, 77, 128, 128, True, None)
+    dyn = AttentionConfig.for_call(*args, policy="dynamic")
+    assert (dyn.batch, dyn.seqlen_q, dyn.seqlen_k) == (None, None, None)
+    sb = AttentionConfig.for_call(*args, policy="static_batch")
+    assert (sb.batch, sb.seqlen_q, sb.seqlen_k) == (16, None, None)
+    st = AttentionConfig.for_call(*args, policy="static")
+    assert (st.batch, st.seqlen_q, st.seqlen_k) == (16, 1000, 77)
+    assert dyn.accepts(3, 5, 7) and sb.accepts(16, 5, 7)
+    assert not sb.accepts(8, 5, 7) and not st.accepts(16, 1000, 78)
+    with pytest.raises(ValueError, match="shape policy"):
+        AttentionConfig.for_call(*args, policy="buckets")
+
+
+def test_compile_options_command_line():
+    assert CompileOptions().pipeline_options() == ["chip=sm_90a"]
+    assert CompileOptions(chip="sm_80", block_m=128, block_n=32) \
+        .pipeline_options() == ["chip=sm_80", "block-m=128", "block-n=32"]
+
+
+def test_chip_for_capability():
+    assert chip_for_capability(9, 0) == "sm_90a"
+    assert chip_for_capability(8, 0) == "sm_80"
+    assert chip_for_capability(8, 6) == "sm_86"

@@ -1,0 +1,197 @@
+"""On a CUDA GPU: fa_opt's kernels against a float64 reference, the stride
+rule in practice, streams, CUDA graphs, the SDPA drop-in and autograd.
+
+Kernels come from fa-opt (compiled on demand) or, on a machine without it,
+from precompiled folders in FA_OPT_KERNEL_DIRS (tests/gpu_kernels.sh makes
+the set these tests use)."""
+
+import math
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+
+import fa_opt  # noqa: E402
+from fa_opt import ops  # noqa: E402
+
+TOL = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+CAUSAL = ["none", "top_left", "bottom_right"]
+
+
+def reference(q, k, v, causal="none", scale=None):
+    """float64 attention and lse on the same (rounded) inputs."""
+    qd, kd, vd = (t.double() for t in (q, k, v))
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    tq, tk = q.shape[-2], k.shape[-2]
+    if causal != "none":
+        offset = 0 if causal == "top_left" else tk - tq
+        i = torch.arange(tq, device=q.device)[:, None]
+        j = torch.arange(tk, device=q.device)[None, :]
+        s = s.masked_fill(j > i + offset, -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return p @ vd, lse
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    assert not torch.isnan(a).any(), "NaN in the output"
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def rand(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, device="cuda", dtype=torch.float32).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("causal", CAUSAL)
+def test_forward_matches_float64(dtype, causal):
+    q, k, v = rand(2, 3, 77, 64, dtype=dtype), rand(2, 3, 131, 64, dtype=dtype), \
+        rand(2, 3, 131, 64, dtype=dtype)
+    o, lse = fa_opt.attention(q, k, v, causal=causal, return_lse=True)
+    ref_o, ref_lse = reference(q, k, v, causal)
+    assert o.shape == (2, 3, 77, 64) and o.dtype == dtype
+    assert lse.shape == (2, 3, 77) and lse.dtype == torch.float32
+    assert rel(o, ref_o) < TOL[dtype]
+    assert (lse.double() - ref_lse).abs().max().item() < 1e-3
+
+
+def test_fully_masked_rows_give_zero_and_minus_inf():
+    # bottom_right with Tq > Tk: the first Tq - Tk rows see no key.
+    q, k, v = rand(1, 2, 100, 64), rand(1, 2, 40, 64), rand(1, 2, 40, 64)
+    o, lse = fa_opt.attention(q, k, v, causal="bottom_right", return_lse=True)
+    assert torch.all(o[:, :, :60] == 0) and torch.all(lse[:, :, :60] == -math.inf)
+    ref_o, _ = reference(q, k, v, "bottom_right")
+    assert rel(o, ref_o) < TOL[torch.bfloat16]
+
+
+def test_empty_sizes():
+    q, k = rand(2, 3, 0, 64), rand(2, 3, 5, 64)
+    assert fa_opt.attention(q, k, k).shape == (2, 3, 0, 64)
+    q, k = rand(2, 3, 7, 64), rand(2, 3, 0, 64)
+    o, lse = fa_opt.attention(q, k, k, return_lse=True)
+    assert torch.all(o == 0) and torch.all(lse == -math.inf)
+
+
+def test_other_head_dims_and_scale():
+    q, k, v = rand(2, 4, 200, 128), rand(2, 4, 300, 128), rand(2, 4, 300, 128)
+    assert rel(fa_opt.attention(q, k, v, causal=True),
+               reference(q, k, v, "top_left")[0]) < TOL[torch.bfloat16]
+    v32 = rand(2, 4, 300, 32)
+    q64, k64 = rand(2, 4, 200, 64), rand(2, 4, 300, 64)
+    o = fa_opt.attention(q64, k64, v32)
+    assert o.shape == (2, 4, 200, 32)
+    assert rel(o, reference(q64, k64, v32)[0]) < TOL[torch.bfloat16]
+    f = [rand(3, 2, 65, 64, dtype=torch.float32) for _ in range(3)]
+    assert rel(fa_opt.attention(*f, scale=0.3),
+               reference(*f, scale=0.3)[0]) < TOL[torch.float32]
+
+
+def _copies(fn):
+    before = ops.copy_count
+    out = fn()
+    return out, ops.copy_count - before
+
+
+def test_layouts_and_the_copy_rule():
+    B, H, T, D = 2, 4, 96, 64
+    # [B, H, T, D] contiguous: no copy.
+    q, k, v = rand(B, H, T, D), rand(B, H, T, D), rand(B, H, T, D)
+    ref = reference(q, k, v, "top_left")[0]
+    o, n = _copies(lambda: fa_opt.attention(q, k, v, causal=True))
+    assert n == 0 and rel(o, ref) < TOL[torch.bfloat16]
+    # [B, T, H, D] memory seen as [B, H, T, D], B > 1: sB != H*sH -> copies.
+    qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+    assert qt.stride() == (T * H * D, D, H * D, 1)
+    o, n = _copies(lambda: fa_opt.attention(qt, kt, vt, causal=True))
+    assert n == 3 and rel(o, ref) < TOL[torch.bfloat16]
+    # The same layout with B == 1 flattens: no copy.
+    q1, k1, v1 = (t[:1] for t in (qt, kt, vt))
+    o, n = _copies(lambda: fa_opt.attention(q1, k1, v1, causal=True))
+    assert n == 0 and rel(o, ref[:1]) < TOL[torch.bfloat16]
+    # Slices along T of a longer KV cache, and storage offsets: no copy.
+    cache_k, cache_v = rand(B, H, 4 * T, D), rand(B, H, 4 * T, D)
+    ks, vs = cache_k[:, :, T:2 * T], cache_v[:, :, T:2 * T]
+    o, n = _copies(lambda: fa_opt.attention(q, ks, vs))
+    assert n == 0 and rel(o, reference(q, ks, vs)[0]) < TOL[torch.bfloat16]
+    # Head-major memory permuted to [B, H, T, D]: copies.
+    qp = q.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
+    o, n = _copies(lambda: fa_opt.attention(qp, k, v))
+    assert n == 1 and rel(o, reference(q, k, v)[0]) < TOL[torch.bfloat16]
+    # Rank 3 [N, T, D] and rank 5 batch dims.
+    r3 = [rand(6, 50, 64) for _ in range(3)]
+    assert rel(fa_opt.attention(*r3), reference(*r3)[0]) < TOL[torch.bfloat16]
+    r5 = [rand(2, 2, 3, 50, 64) for _ in range(3)]
+    assert rel(fa_opt.attention(*r5), reference(*r5)[0]) < TOL[torch.bfloat16]
+
+
+def test_validation_on_cuda_tensors():
+    q = rand(2, 4, 16, 64)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        fa_opt.attention(q, q.half(), q)
+    with pytest.raises(RuntimeError, match="to be on a CUDA device"):
+        fa_opt.attention(q, q.cpu(), q)
+    with pytest.raises(RuntimeError, match="stride\\(-1\\): 2"):
+        fa_opt.attention(rand(2, 4, 16, 128)[..., ::2], q, q)
+    with pytest.raises(RuntimeError, match="same head dim"):
+        fa_opt.attention(q, rand(2, 4, 16, 32), q)
+
+
+def test_sdpa_drop_in():
+    F = torch.nn.functional
+    q, k, v = rand(2, 8, 128, 64), rand(2, 8, 128, 64), rand(2, 8, 128, 64)
+    for causal in (False, True):
+        ours = fa_opt.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        theirs = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        ref = reference(q, k, v, "top_left" if causal else "none")[0]
+        assert rel(ours, ref) <= max(2 * rel(theirs, ref), 1e-3)
+    with pytest.raises(NotImplementedError, match="attn_mask"):
+        fa_opt.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(128, 128, dtype=torch.bool, device="cuda"))
+    with pytest.raises(NotImplementedError, match="dropout_p=0.5"):
+        fa_opt.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    with pytest.raises(NotImplementedError, match="enable_gqa"):
+        fa_opt.scaled_dot_product_attention(q, k[:, :2], v[:, :2], enable_gqa=True)
+
+
+def test_current_stream_and_cuda_graph():
+    q, k, v = rand(2, 4, 256, 64), rand(2, 4, 256, 64), rand(2, 4, 256, 64)
+    ref = reference(q, k, v, "top_left")[0]
+    fa_opt.attention(q, k, v, causal=True)  # load the module outside capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        o = fa_opt.attention(q, k, v, causal=True)
+    torch.cuda.current_stream().wait_stream(side)
+    assert rel(o, ref) < TOL[torch.bfloat16]
+    # No host synchronization on the launch path: it captures into a graph.
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og = fa_opt.attention(q, k, v, causal=True)
+    q.copy_(rand(2, 4, 256, 64))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel(og, reference(q, k, v, "top_left")[0]) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+@pytest.mark.parametrize("causal", CAUSAL)
+def test_backward(dtype, causal):
+    q, k, v = (rand(2, 3, n, 64, dtype=dtype).requires_grad_() for n in (77, 131, 131))
+    do = rand(2, 3, 77, 64, dtype=dtype)
+    o = fa_opt.attention(q, k, v, causal=causal)
+    try:
+        dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
+    except NotImplementedError as err:
+        assert "backward is not available" in str(err)
+        pytest.skip(f"no backward kernels: {err}")
+    qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref_o, _ = reference(qd, kd, vd, causal)
+    rq, rk, rv = torch.autograd.grad(ref_o, (qd, kd, vd), do.double())
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    for name, ours, ref in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+        assert ours.dtype == dtype and ours.shape == ref.shape
+        assert rel(ours, ref) < tol, name

@@ -1,0 +1,135 @@
+import pytest
+
+from fa_opt.manifest import ManifestError, parse_manifest
+
+# The example of docs/ARTIFACTS.md.
+DOC_EXAMPLE = """\
+# fa kernel manifest
+version 1
+kernel main_attention_0
+ptx main_attention_0.ptx
+chip sm_90a
+dtype bf16          # q/k/v element type: f16 | bf16 | f32
+o_dtype bf16        # o element type
+causal top_left     # none | top_left | bottom_right
+scale 0.125         # the scale the kernel applies
+batch 16            # product of the batch dims, or ?
+batch_shape 2 8     # the batch dims of the source op, each a number or ?
+seqlen_q ?
+seqlen_k ?
+head_dim 64
+head_dim_v 64
+has_lse 1
+block_m 64
+block_n 64
+threads 64
+shared_bytes 0
+params q k v o lse
+grid ceil_div(seqlen_q,block_m) batch 1
+"""
+
+
+def test_doc_example(tmp_path):
+    m = parse_manifest(DOC_EXAMPLE, str(tmp_path / "main_attention_0.manifest"))
+    assert m.kernel == "main_attention_0"
+    assert m.ptx == str(tmp_path / "main_attention_0.ptx")
+    assert (m.dtype, m.o_dtype, m.causal, m.scale) == ("bf16", "bf16", "top_left", 0.125)
+    assert (m.batch, m.batch_shape, m.seqlen_q, m.seqlen_k) == (16, [2, 8], None, None)
+    assert (m.head_dim, m.head_dim_v, m.has_lse) == (64, 64, True)
+    assert (m.block_m, m.block_n, m.threads, m.shared_bytes) == (64, 64, 64, 0)
+    assert m.params == ["q", "k", "v", "o", "lse"]
+    assert m.grid_for(16, 1000, 5) == (16, 16, 1)
+    assert m.grid_for(16, 64, 5) == (1, 16, 1)
+    assert m.grid_for(16, 0, 5) == (0, 16, 1)
+    assert m.accepts(16, 3, 4) and not m.accepts(8, 3, 4)
+    assert m.config().batch == 16 and m.config().seqlen_q is None
+
+
+def test_unknown_keys_are_kept_not_fatal():
+    m = parse_manifest(DOC_EXAMPLE + "tma_descriptors 0\nscratch delta f32 batch seqlen_q\n")
+    assert m.extra["tma_descriptors"] == ["0"]
+    assert m.extra["scratch"] == ["delta", "f32", "batch", "seqlen_q"]
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda t: t.replace("kernel main_attention_0\n", ""), "missing required key 'kernel'"),
+    (lambda t: t + "dtype f16\n", "duplicate key 'dtype'"),
+    (lambda t: t.replace("version 1", "version 2"), "unsupported manifest version 2"),
+    (lambda t: t.replace("dtype bf16 ", "dtype f64 "), "unknown dtype 'f64'"),
+    (lambda t: t.replace("seqlen_q ?", "seqlen_q x"), "expected a dim"),
+    (lambda t: t.replace("batch 1\n", "batch\n"), "expected 3 grid expressions"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,nope)"), "unknown name 'nope'"),
+    (lambda t: t.replace("params q k v o lse", "params q k v o"), "has_lse 1 but params"),
+])
+def test_malformed(edit, match):
+    with pytest.raises(ManifestError, match=match):
+        parse_manifest(edit(DOC_EXAMPLE), "x.manifest")
+
+
+# A backward manifest (version 2) in the form fa-export-kernels writes.
+BACKWARD = """\
+# fa backward manifest
+version 2
+op attention_backward
+name bwd_attention_backward_0
+ptx bwd_attention_backward_0.ptx
+chip sm_90a
+dtype bf16
+o_dtype bf16
+do_dtype bf16
+dq_dtype bf16
+dk_dtype bf16
+dv_dtype bf16
+causal top_left
+scale 0.125
+batch ?
+batch_shape ?
+seqlen_q ?
+seqlen_k ?
+head_dim 64
+head_dim_v 64
+deterministic 0
+scratch delta f32 batch seqlen_q
+scratch dq_accum f32 batch seqlen_q head_dim
+kernel bwd_attention_backward_0_delta
+threads 128
+shared_bytes 0
+params o do delta dq_accum
+grid ceil_div(seqlen_q,threads) batch 1
+kernel bwd_attention_backward_0_dkdv
+threads 64
+block_m 64
+block_n 64
+shared_bytes 0
+params q k v do lse delta dk dv dq_accum
+grid ceil_div(seqlen_k,block_n) batch 1
+kernel bwd_attention_backward_0_dq_convert
+threads 128
+shared_bytes 0
+params dq_accum dq
+grid ceil_div(seqlen_q,threads) batch 1
+"""
+
+
+def test_backward_manifest(tmp_path):
+    from fa_opt.manifest import BackwardManifest, parse_any_manifest
+    m = parse_any_manifest(BACKWARD, str(tmp_path / "b.manifest"))
+    assert isinstance(m, BackwardManifest)
+    assert m.ptx == str(tmp_path / "bwd_attention_backward_0.ptx")
+    assert (m.dtype, m.dq_dtype, m.causal, m.scale, m.deterministic) == \
+        ("bf16", "bf16", "top_left", 0.125, False)
+    assert [(s.name, s.dtype, s.dims) for s in m.scratch] == [
+        ("delta", "f32", ["batch", "seqlen_q"]),
+        ("dq_accum", "f32", ["batch", "seqlen_q", "head_dim"])]
+    assert [k.kernel.rsplit("_0_", 1)[1] for k in m.kernels] == \
+        ["delta", "dkdv", "dq_convert"]
+    delta, dkdv, conv = m.kernels
+    assert delta.params == ["o", "do", "delta", "dq_accum"]
+    assert delta.grid_for(16, 1000, 300) == (8, 16, 1)
+    assert dkdv.grid_for(16, 1000, 300) == (5, 16, 1)
+    assert all(k.ptx == m.ptx for k in m.kernels)
+    assert isinstance(parse_any_manifest(DOC_EXAMPLE), type(delta))
+    with pytest.raises(ManifestError, match="duplicate key 'threads'"):
+        parse_any_manifest(BACKWARD.replace("threads 64\n", "threads 64\nthreads 2\n"))
+    with pytest.raises(ManifestError, match="no kernel section"):
+        parse_any_manifest(BACKWARD[:BACKWARD.index("kernel ")])
