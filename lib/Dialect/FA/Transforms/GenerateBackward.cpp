@@ -11,9 +11,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir {
+namespace fa {
+#define GEN_PASS_DEF_FAGENERATEBACKWARD
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace fa
+} // namespace mlir
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -70,3 +80,95 @@ mlir::fa::createAttentionBackward(RewriterBase &rewriter, AttentionOp forward,
       rewriter, loc, TypeRange{gradType(q), gradType(k), gradType(v)},
       ValueRange{q, k, v, forward.getO(), dO, forward.getLse()}, attrs);
 }
+
+namespace {
+
+struct FAGenerateBackwardPass
+    : fa::impl::FAGenerateBackwardBase<FAGenerateBackwardPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    IRRewriter rewriter(&getContext());
+    bool failed = false;
+
+    // Collect first: the pass adds functions to the module it walks.
+    SmallVector<std::pair<func::FuncOp, SmallVector<AttentionOp>>> work;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      SmallVector<AttentionOp> ops;
+      func.walk([&](AttentionOp op) { ops.push_back(op); });
+      if (!ops.empty())
+        work.emplace_back(func, std::move(ops));
+    }
+
+    for (auto &[func, ops] : work) {
+      for (auto [n, forward] : llvm::enumerate(ops)) {
+        if (forward.getMask()) {
+          forward.emitWarning()
+              << "fa-generate-backward: skipped: fa.attention_backward takes "
+                 "no mask operand";
+          continue;
+        }
+        std::string name = (func.getSymName() + "_attention_" +
+                            std::to_string(n) + "_grad")
+                               .str();
+        Type q = forward.getQ().getType(), k = forward.getK().getType(),
+             v = forward.getV().getType(), o = forward.getO().getType();
+        Type gradElt = gradF32 ? Type(rewriter.getF32Type())
+                               : forward.getQ().getType().getElementType();
+        auto grad = [&](Type t) {
+          return Type(cast<RankedTensorType>(t).clone(gradElt));
+        };
+        FunctionType type = rewriter.getFunctionType(
+            {q, k, v, o}, {grad(q), grad(k), grad(v)});
+
+        // A body-less declaration of the expected name and type (a caller's
+        // forward declaration) is defined in place; any other symbol of
+        // that name is a clash.
+        func::FuncOp gradFunc;
+        if (Operation *existing = symbols.lookup(name)) {
+          auto decl = dyn_cast<func::FuncOp>(existing);
+          if (!decl || !decl.isDeclaration() || decl.getFunctionType() != type) {
+            forward.emitError()
+                << "fa-generate-backward: cannot add @" << name
+                << ": the module already has a symbol of that name that is "
+                   "not a declaration of type "
+                << type;
+            failed = true;
+            continue;
+          }
+          gradFunc = decl;
+        } else {
+          rewriter.setInsertionPointAfter(func);
+          gradFunc = func::FuncOp::create(rewriter, forward.getLoc(), name, type);
+          symbols.insert(gradFunc);
+        }
+        Block *body = gradFunc.addEntryBlock();
+        rewriter.setInsertionPointToStart(body);
+        // The forward again, on the new function's arguments.
+        IRMapping map;
+        map.map(forward.getQ(), body->getArgument(0));
+        map.map(forward.getK(), body->getArgument(1));
+        map.map(forward.getV(), body->getArgument(2));
+        auto clone = cast<AttentionOp>(rewriter.clone(*forward, map));
+        auto ret = func::ReturnOp::create(rewriter, forward.getLoc(),
+                                          ValueRange{});
+        FailureOr<AttentionBackwardOp> backward = createAttentionBackward(
+            rewriter, clone, body->getArgument(3), gradElt);
+        if (mlir::failed(backward)) {
+          forward.emitError() << "fa-generate-backward: could not build the "
+                                 "backward of this fa.attention";
+          failed = true;
+          continue;
+        }
+        rewriter.modifyOpInPlace(
+            ret, [&] { ret->setOperands(backward->getResults()); });
+      }
+    }
+    if (failed)
+      signalPassFailure();
+  }
+};
+
+} // namespace

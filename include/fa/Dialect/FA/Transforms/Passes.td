@@ -100,6 +100,40 @@ def FATileAttentionBackward : Pass<"fa-tile-attention-backward"> {
   ];
 }
 
+def FAGenerateBackward : Pass<"fa-generate-backward", "::mlir::ModuleOp"> {
+  let summary = "Emit, for each fa.attention, a function computing its q/k/v gradients";
+  let description = [{
+    For the n-th `fa.attention` (no mask) of function `@f`, adds to the
+    module
+
+    ```mlir
+    func.func @f_attention_<n>_grad(%q, %k, %v, %do) -> (dq, dk, dv) {
+      %o, %lse = fa.attention %q, %k, %v <same scale/causal>
+      %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse
+      return %dq, %dk, %dv
+    }
+    ```
+
+    with `q`, `k`, `v` of the forward's operand types, `do` of its `o`
+    type, and gradients in q's element type (or f32 with
+    `grad-f32=true`). The forward is recomputed inside the function: it
+    produces the logsumexp the recompute-based backward needs
+    (FlashAttention-2, Dao 2023, arXiv:2307.08691, section 3.1), so the
+    function is the vector-Jacobian product of attention with nothing
+    quadratic saved. A training compiler calls it, or inlines it and lets
+    CSE share the forward with its own. The original function is not
+    changed. A body-less declaration of the same name and type (a caller's
+    forward declaration) is defined in place; any other symbol of that name
+    is an error. An fa.attention with a mask operand is skipped with a
+    warning (fa.attention_backward takes no mask).
+  }];
+  let options = [
+    Option<"gradF32", "grad-f32", "bool", /*default=*/"false",
+           "Return f32 gradients instead of q's element type">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def FARaiseAttention : Pass<"fa-raise-attention"> {
   let summary = "Raise softmax(scale * Q K^T + mask) V chains to fa.attention";
   let description = [{
