@@ -2,7 +2,10 @@
 """CPU equivalence check of fa-raise-attention: original vs raised function.
 
 For every public function with static tensor shapes in an MLIR file (all
-`// -----` splits), this script draws fresh random inputs (the seed is
+`// -----` splits), and every function with dynamic dims that a directive
+`// EQUIV-SHAPES: @name(3x4x45x32, ...) -> (12x45x32, ...)` gives concrete
+shapes for (the module's @main casts its static constants to the dynamic
+argument types and the results back), this script draws fresh random inputs (the seed is
 printed, `--seed` replays it), writes a module whose `@main` calls the
 function on them as constants and prints every result through the MLIR
 runner utilities, and runs that module twice:
@@ -51,6 +54,8 @@ module attributes {transform.with_named_sequence} {
 """
 
 TENSOR = re.compile(r"tensor<([0-9x]*?)x?(f16|bf16|f32|f64|i1)>")
+DYN_TENSOR = re.compile(r"tensor<([0-9?x]*?)x?(f16|bf16|f32|f64|i1)>")
+EQUIV = re.compile(r"//\s*EQUIV-SHAPES:\s*@([\w$.]+)\s*\(([^)]*)\)\s*->\s*\(([^)]*)\)")
 FUNC = re.compile(r"func\.func\s+@([\w$.]+)\s*\(([^)]*)\)\s*(?:->\s*\(?([^{]*?)\)?)?\s*(?:attributes\s*\{[^}]*\}\s*)?\{")
 
 
@@ -62,18 +67,50 @@ def parse_type(text):
     return shape, m.group(2)
 
 
+def specialize(dyn_types, shapes_text):
+    """Static (shape, elt) for each dynamic type string, from 'AxBxC, ...'
+    (each given shape must agree with the static dims of its type)."""
+    shapes = [[int(d) for d in t.strip().split("x")]
+              for t in shapes_text.split(",") if t.strip()]
+    if len(shapes) != len(dyn_types):
+        return None
+    out = []
+    for text, shape in zip(dyn_types, shapes):
+        m = DYN_TENSOR.fullmatch(text.strip())
+        dims = m.group(1).split("x") if m and m.group(1) else []
+        if not m or len(dims) != len(shape) or any(
+                d != "?" and int(d) != s for d, s in zip(dims, shape)):
+            return None
+        out.append((shape, m.group(2)))
+    return out
+
+
 def functions(chunk):
-    """(name, [(shape, elt)], [(shape, elt)]) of each static function."""
+    """(name, [(shape, elt)], [(shape, elt)], [dynamic type or None]...)
+    of each static function, and of each dynamic one an EQUIV-SHAPES
+    directive specializes."""
+    directives = {m.group(1): (m.group(2), m.group(3))
+                  for m in EQUIV.finditer(chunk)}
     out = []
     for m in FUNC.finditer(chunk):
         name, args, results = m.group(1), m.group(2), m.group(3) or ""
-        arg_types = [parse_type(a.split(":", 1)[1].strip().rstrip(","))
+        arg_texts = [a.split(":", 1)[1].strip().rstrip(",")
                      for a in args.split("%")[1:]]
-        res_types = [parse_type(r) for r in
+        res_texts = [r.strip() for r in
                      re.split(r",\s*(?=tensor)", results.strip()) if r.strip()]
+        arg_types = [parse_type(a) for a in arg_texts]
+        res_types = [parse_type(r) for r in res_texts]
+        dyn = None
+        if (None in arg_types or None in res_types) and name in directives:
+            arg_types = specialize(arg_texts, directives[name][0])
+            res_types = specialize(res_texts, directives[name][1])
+            if arg_types is None or res_types is None:
+                raise SystemExit("error: EQUIV-SHAPES of @%s does not fit its "
+                                 "signature" % name)
+            dyn = (arg_texts, res_texts)
         if None in arg_types or None in res_types or not res_types:
             continue
-        out.append((name, arg_types, res_types))
+        out.append((name, arg_types, res_types, dyn))
     return out
 
 
@@ -101,17 +138,32 @@ def const_line(name, arr, shape, elt):
     return "  %%%s = arith.constant %s : %s" % (name, dense_hex(arr, elt), ty)
 
 
-def build_main(fname, arg_types, res_types, inputs):
+def build_main(fname, arg_types, res_types, inputs, dyn=None):
+    """@main: the inputs as constants, the call, each result printed. With
+    `dyn` (the function's dynamic argument and result types), the constants
+    are cast to the argument types and the results back to static shapes."""
     lines = ["func.func private @printMemrefI32(tensor<*xi32>)",
              "func.func @main() {"]
     for i, ((shape, elt), arr) in enumerate(zip(arg_types, inputs)):
         lines.append(const_line("a%d" % i, arr, shape, elt))
-    args = ", ".join("%%a%d" % i for i in range(len(arg_types)))
-    atys = ", ".join(ttype(s, e) for s, e in arg_types)
-    rtys = ", ".join(ttype(s, e) for s, e in res_types)
-    rnames = ", ".join("%%r%d" % i for i in range(len(res_types)))
+    atys = [ttype(s, e) for s, e in arg_types]
+    rtys = [ttype(s, e) for s, e in res_types]
+    args = ["%%a%d" % i for i in range(len(arg_types))]
+    call_atys, call_rtys = atys, rtys
+    if dyn:
+        call_atys, call_rtys = dyn
+        for i, (st, dt) in enumerate(zip(atys, call_atys)):
+            lines.append("  %%a%d_d = tensor.cast %%a%d : %s to %s" %
+                         (i, i, st, dt))
+        args = ["%%a%d_d" % i for i in range(len(arg_types))]
+    rnames = ["%%r%d%s" % (i, "_d" if dyn else "") for i in range(len(res_types))]
     lines.append("  %s = call @%s(%s) : (%s) -> (%s)" %
-                 (rnames, fname, args, atys, rtys))
+                 (", ".join(rnames), fname, ", ".join(args),
+                  ", ".join(call_atys), ", ".join(call_rtys)))
+    if dyn:
+        for i, (dt, st) in enumerate(zip(call_rtys, rtys)):
+            lines.append("  %%r%d = tensor.cast %%r%d_d : %s to %s" %
+                         (i, i, dt, st))
     # Each result is printed exactly: as the bits of its f32 value.
     for i, (shape, elt) in enumerate(res_types):
         rank = len(shape)
@@ -210,10 +262,15 @@ def main():
             # Comments only: drop RUN/CHECK lines so they do not leak.
             body = "\n".join(l for l in chunk.splitlines()
                              if not l.lstrip().startswith("//"))
-            for fname, arg_types, res_types in functions(body):
+            # EQUIV-SHAPES directives live in comments: read them from the
+            # chunk itself.
+            directives = "\n".join(l for l in chunk.splitlines()
+                                   if "EQUIV-SHAPES:" in l)
+            for fname, arg_types, res_types, dyn in functions(
+                    body + "\n" + directives):
                 inputs = [random_input(rng, s, e) for s, e in arg_types]
                 module = body + "\n" + build_main(fname, arg_types, res_types,
-                                                  inputs)
+                                                  inputs, dyn)
                 try:
                     ref, _ = lower_and_run(module, args, lib, False)
                     got, raised = lower_and_run(module, args, lib, True)

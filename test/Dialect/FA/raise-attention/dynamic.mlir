@@ -8,6 +8,9 @@
 // CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[K]], %[[V]] scale(0.17677{{[0-9]+}}) : tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32> -> tensor<?x4x?x32xf32>
 // CHECK: tensor.collapse_shape %[[O]] {{\[\[}}0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
 // CHECK-NOT: linalg.softmax
+// The CPU equivalence check (test/Integration/CPU/raise-dynamic.test) runs
+// it at batch 3, Tq 45, Tk 61:
+// EQUIV-SHAPES: @dynamic_batch_seq(3x4x45x32, 3x4x61x32, 3x4x61x32) -> (12x45x32)
 func.func @dynamic_batch_seq(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<?x4x?x32xf32>) -> tensor<?x?x32xf32> {
   %zero = arith.constant 0.0 : f32
   %scale = arith.constant 0.176776692 : f32
