@@ -18,7 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ ! -x /usr/lib/llvm-22/bin/mlir-opt ]; then
   echo "setup: error: LLVM/MLIR 22 is not installed under /usr/lib/llvm-22" >&2
-  echo "setup: Debian 12 ships it from bookworm-security; see docs/TOOLCHAIN.md" >&2
+  echo "setup: Debian 12 ships it from bookworm-security (apt-get update, then the packages above)" >&2
   exit 1
 fi
 

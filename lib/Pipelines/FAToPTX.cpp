@@ -15,6 +15,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
 #include <cstdlib>
 
 using namespace mlir;
@@ -35,8 +38,53 @@ static std::string resolveCudaPath(StringRef option) {
   return FA_DEFAULT_CUDA_PATH;
 }
 
+namespace {
+/// Fails with `message` at the module: how the pipeline reports an option it
+/// cannot take, before any upstream pass sees it.
+struct RejectOptionPass
+    : PassWrapper<RejectOptionPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RejectOptionPass)
+  explicit RejectOptionPass(std::string message)
+      : message(std::move(message)) {}
+  StringRef getArgument() const override { return "fa-reject-option"; }
+  void runOnOperation() override {
+    mlir::emitError(getOperation().getLoc()) << message;
+    signalPassFailure();
+  }
+  std::string message;
+};
+} // namespace
+
+/// The chips fa-to-ptx compiles for with PTX 8.0 (CUDA 12+): Volta to
+/// Hopper. sm_90a enables the Hopper-only instructions.
+static constexpr llvm::StringLiteral kChips[] = {
+    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
+    "sm_87", "sm_89", "sm_90", "sm_90a"};
+
+/// An error message for an option of fa-to-ptx it cannot take, or "".
+static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
+  std::string chip = options.chip;
+  if (!llvm::is_contained(kChips, chip)) {
+    std::string message = "fa-to-ptx: unsupported chip '" + chip +
+                          "', expected one of";
+    for (StringRef c : kChips)
+      message += " " + c.str();
+    return message;
+  }
+  StringRef features = options.features;
+  if (!features.consume_front("+ptx") || features.size() != 2 ||
+      !llvm::all_of(features, llvm::isDigit) || features < "80")
+    return "fa-to-ptx: unsupported features '" + options.features +
+           "', expected a PTX ISA version of 8.0 or later such as +ptx80";
+  return "";
+}
+
 void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
                                     const FAToPTXPipelineOptions &options) {
+  if (std::string error = checkPTXOptions(options); !error.empty()) {
+    pm.addPass(std::make_unique<RejectOptionPass>(std::move(error)));
+    return;
+  }
   ConvertFAToGPUOptions kernel;
   kernel.blockM = options.blockM;
   kernel.blockN = options.blockN;

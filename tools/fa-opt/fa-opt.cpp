@@ -29,6 +29,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -90,6 +91,16 @@ int main(int argc, char **argv) {
     llvm::errs() << "fa-opt: error: input '" << inputFilename
                  << "' is a directory, not an MLIR file\n";
     return 1;
+  }
+
+  if (outputFilename != "-") {
+    llvm::StringRef parent = llvm::sys::path::parent_path(outputFilename);
+    if (!parent.empty() && !llvm::sys::fs::is_directory(parent)) {
+      llvm::errs() << "fa-opt: error: cannot open output file '"
+                   << outputFilename << "': no directory '" << parent
+                   << "'\n";
+      return 1;
+    }
   }
 
   return asMainReturnCode(

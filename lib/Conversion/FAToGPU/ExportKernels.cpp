@@ -176,18 +176,30 @@ struct FAExportKernelsPass
       return signalPassFailure();
     }
     if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
-      module.emitError() << "fa-export-kernels: cannot create directory '"
+      mlir::emitError(module.getLoc()) << "fa-export-kernels: cannot create directory '"
                          << outputDir << "': " << ec.message();
       return signalPassFailure();
     }
 
     for (NamedAttribute entry : manifests) {
       StringRef kernel = entry.getName().getValue();
+      // The kernel name becomes a file name in output-dir: only a plain
+      // identifier may (no '/', no '..').
+      if (kernel.empty() || llvm::isDigit(kernel.front()) ||
+          !llvm::all_of(kernel, [](char c) {
+            return llvm::isAlnum(c) || c == '_';
+          })) {
+        mlir::emitError(module.getLoc())
+            << "fa-export-kernels: invalid kernel name '" << kernel
+            << "': expected letters, digits and '_', not starting with a "
+               "digit";
+        return signalPassFailure();
+      }
       auto manifest = dyn_cast<DictionaryAttr>(entry.getValue());
       auto binary = dyn_cast_or_null<gpu::BinaryOp>(
           SymbolTable::lookupSymbolIn(module, kernel));
       if (!manifest || !binary) {
-        module.emitError() << "fa-export-kernels: expected a gpu.binary @"
+        mlir::emitError(module.getLoc()) << "fa-export-kernels: expected a gpu.binary @"
                            << kernel
                            << " and its manifest dictionary (run "
                               "gpu-module-to-binary first)";

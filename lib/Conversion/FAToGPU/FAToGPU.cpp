@@ -30,6 +30,7 @@
 
 #include "KernelUtils.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -482,6 +483,19 @@ static bool isErasableHostOp(Operation *op) {
          op->hasTrait<OpTrait::ConstantLike>();
 }
 
+/// The prefix of a kernel's name: the host function's name with every
+/// character that PTX identifiers and file names do not take replaced by
+/// '_' (and a leading digit prefixed), so that any MLIR symbol name gives a
+/// valid PTX entry and a plain file name.
+static std::string kernelBaseName(StringRef funcName) {
+  std::string name;
+  for (char c : funcName)
+    name.push_back(llvm::isAlnum(c) || c == '_' ? c : '_');
+  if (name.empty() || llvm::isDigit(name.front()))
+    name.insert(0, "k_");
+  return name;
+}
+
 namespace {
 
 struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
@@ -546,7 +560,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       for (size_t n = 0, e = ops.size(); n < e; ++n) {
         if (failed(getKernelShape(ops[n], options)))
           failedAny = true;
-        std::string name = (func.getSymName() + "_attention_" + Twine(n)).str();
+        std::string name = (kernelBaseName(func.getSymName()) + "_attention_" + Twine(n)).str();
         if (symbols.lookup(name)) {
           ops[n].emitOpError("expected no symbol named @")
               << name << " (the kernel name) in the module";
@@ -557,7 +571,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         if (failed(checkAttentionBackwardKernels(op, options)))
           failedAny = true;
         std::string name =
-            (func.getSymName() + "_attention_backward_" + Twine(n)).str();
+            (kernelBaseName(func.getSymName()) + "_attention_backward_" + Twine(n)).str();
         if (symbols.lookup(name)) {
           op.emitOpError("expected no symbol named @")
               << name << " (the kernels' module name) in the module";
@@ -576,7 +590,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     for (auto &[func, ops] : hosts) {
       builder.setInsertionPoint(func);
       for (auto [n, op] : llvm::enumerate(ops)) {
-        std::string name = (func.getSymName() + "_attention_" + Twine(n)).str();
+        std::string name = (kernelBaseName(func.getSymName()) + "_attention_" + Twine(n)).str();
         DictionaryAttr manifest;
         // Cannot fail: every op passed getKernelShape above.
         if (failed(buildAttentionKernel(builder, op, name, options, manifest)))
@@ -585,7 +599,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       }
       for (auto [n, op] : llvm::enumerate(bwdHosts.lookup(func))) {
         std::string name =
-            (func.getSymName() + "_attention_backward_" + Twine(n)).str();
+            (kernelBaseName(func.getSymName()) + "_attention_backward_" + Twine(n)).str();
         DictionaryAttr manifest;
         // Cannot fail: every op passed checkAttentionBackwardKernels above.
         if (failed(buildAttentionBackwardKernels(builder, op, name, options,

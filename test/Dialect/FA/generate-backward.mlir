@@ -1,5 +1,8 @@
 // RUN: fa-opt %s --fa-generate-backward --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: fa-opt %s --fa-generate-backward="grad-f32=true" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=F32
+// Running the pass twice changes nothing the second time.
+// RUN: fa-opt %s --fa-generate-backward --split-input-file 2>/dev/null > %t.once.mlir
+// RUN: fa-opt %s --fa-generate-backward --fa-generate-backward --split-input-file 2>/dev/null | diff %t.once.mlir -
 
 // The forward function is unchanged; a gradient function recomputes the
 // forward with lse and runs the backward with the same attributes.

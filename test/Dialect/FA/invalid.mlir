@@ -185,7 +185,7 @@ func.func @mask_wrong_rank(%q: tensor<2x8x4xf32>, %k: tensor<2x16x4xf32>, %v: te
 // -----
 
 func.func @mask_wrong_type(%q: tensor<8x4xf16>, %k: tensor<16x4xf16>, %v: tensor<16x4xf16>, %m: tensor<8x16xi8>) -> tensor<8x4xf16> {
-  // expected-error @+1 {{'fa.attention' op expected mask element type i1, f32 or 'f16', got 'i8'}}
+  // expected-error @+1 {{'fa.attention' op expected mask element type i1, f32 or that of q ('f16'), got 'i8'}}
   %o = fa.attention %q, %k, %v mask(%m : tensor<8x16xi8>) : tensor<8x4xf16>, tensor<16x4xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
   return %o : tensor<8x4xf16>
 }
@@ -211,5 +211,29 @@ func.func @mask_wrong_shape(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tenso
 func.func @unknown_causal(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32> {
   // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'causal' [none, top_left, bottom_right]}}
   %o = fa.attention %q, %k, %v causal(diagonal) : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @zero_head_dim(%q: tensor<2x4x0xf32>, %k: tensor<2x4x0xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'fa.attention' op expected a positive head_dim, got 0}}
+  %o = fa.attention %q, %k, %v : tensor<2x4x0xf32>, tensor<2x4x0xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @scale_overflows_f32(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'fa.attention' op expected a scale representable in f32 (about 1.4e-45 to 3.4e+38), got 1.000000e+39}}
+  %o = fa.attention %q, %k, %v scale(1.0e39) : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @scale_underflows_f32(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'fa.attention' op expected a scale representable in f32 (about 1.4e-45 to 3.4e+38), got 4.940656e-324}}
+  %o = fa.attention %q, %k, %v scale(4.9e-324) : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
   return %o : tensor<8x4xf32>
 }

@@ -104,6 +104,9 @@ static LogicalResult verifyQKV(Operation *op, RankedTensorType qTy,
   if (!dimsCompatible(ks[nb], vs[nb]))
     return op->emitOpError("expected v seqlen ")
            << dimStr(ks[nb]) << " (that of k), got " << dimStr(vs[nb]);
+  // A head dim of 0 leaves nothing to attend with (every score 0).
+  if (qs[nb + 1] == 0)
+    return op->emitOpError("expected a positive head_dim, got 0");
   return success();
 }
 
@@ -114,6 +117,13 @@ static LogicalResult verifyScale(Operation *op, std::optional<APFloat> scale) {
   double d = scale->convertToDouble();
   if (!std::isfinite(d) || d <= 0.0)
     return op->emitOpError("expected a finite, positive scale, got ") << d;
+  // Scores are computed in f32: the scale must stay finite and non-zero
+  // there.
+  float f = static_cast<float>(d);
+  if (!std::isfinite(f) || f == 0.0f)
+    return op->emitOpError("expected a scale representable in f32 "
+                           "(about 1.4e-45 to 3.4e+38), got ")
+           << d;
   return success();
 }
 
@@ -186,8 +196,8 @@ LogicalResult AttentionOp::verify() {
              << rank << " ([batch..., Tq, Tk]), got rank " << mTy.getRank();
     Type mElt = mTy.getElementType();
     if (!mElt.isInteger(1) && mElt != elt && !mElt.isF32())
-      return emitOpError("expected mask element type i1, f32 or ")
-             << elt << ", got " << mElt;
+      return emitOpError("expected mask element type i1, f32 or that of q (")
+             << elt << "), got " << mElt;
     ArrayRef<int64_t> ms = mTy.getShape();
     for (int64_t i = 0; i < nb; ++i)
       if (ms[i] != 1 && !dimsCompatible(ms[i], qs[i]))

@@ -83,6 +83,9 @@ mlir::fa::createAttentionBackward(RewriterBase &rewriter, AttentionOp forward,
 
 namespace {
 
+/// Marks the functions fa-generate-backward made.
+constexpr StringLiteral kGeneratedAttrName = "fa.generated_backward";
+
 struct FAGenerateBackwardPass
     : fa::impl::FAGenerateBackwardBase<FAGenerateBackwardPass> {
   using Base::Base;
@@ -96,6 +99,10 @@ struct FAGenerateBackwardPass
     // Collect first: the pass adds functions to the module it walks.
     SmallVector<std::pair<func::FuncOp, SmallVector<AttentionOp>>> work;
     for (auto func : module.getOps<func::FuncOp>()) {
+      // A gradient function this pass made holds a forward fa.attention
+      // too; it has no gradient of its own.
+      if (func->hasAttr(kGeneratedAttrName))
+        continue;
       SmallVector<AttentionOp> ops;
       func.walk([&](AttentionOp op) { ops.push_back(op); });
       if (!ops.empty())
@@ -129,6 +136,10 @@ struct FAGenerateBackwardPass
         func::FuncOp gradFunc;
         if (Operation *existing = symbols.lookup(name)) {
           auto decl = dyn_cast<func::FuncOp>(existing);
+          // Generated before (the pass ran already): nothing to do.
+          if (decl && !decl.isDeclaration() &&
+              decl->hasAttr(kGeneratedAttrName))
+            continue;
           if (!decl || !decl.isDeclaration() || decl.getFunctionType() != type) {
             forward.emitError()
                 << "fa-generate-backward: cannot add @" << name
@@ -144,6 +155,7 @@ struct FAGenerateBackwardPass
           gradFunc = func::FuncOp::create(rewriter, forward.getLoc(), name, type);
           symbols.insert(gradFunc);
         }
+        gradFunc->setAttr(kGeneratedAttrName, rewriter.getUnitAttr());
         Block *body = gradFunc.addEntryBlock();
         rewriter.setInsertionPointToStart(body);
         // The forward again, on the new function's arguments.

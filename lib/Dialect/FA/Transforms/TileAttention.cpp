@@ -433,7 +433,7 @@ struct FATileAttentionPass
     options.blockM = blockM;
     options.blockN = blockN;
     if (blockM <= 0 || blockN <= 0) {
-      getOperation()->emitError()
+      mlir::emitError(getOperation()->getLoc())
           << "fa-tile-attention: expected positive block-m and block-n, got "
           << static_cast<int64_t>(blockM) << " and "
           << static_cast<int64_t>(blockN);

@@ -352,7 +352,7 @@ struct FATileAttentionBackwardPass
 
   void runOnOperation() override {
     if (blockM <= 0 || blockN <= 0) {
-      getOperation()->emitError()
+      mlir::emitError(getOperation()->getLoc())
           << "fa-tile-attention-backward: expected positive block-m and "
              "block-n, got "
           << static_cast<int64_t>(blockM) << " and "

@@ -101,7 +101,11 @@ def FA_AttentionOp : FA_Op<"attention", [Pure]> {
     or Tk = 0) yields `o = 0` and `lse = -inf`, never NaN.
 
     Dims may be static or dynamic; the verifier checks every pair of dims
-    that are both static.
+    that are both static. Dims that the contract ties together (batch dims,
+    q's and k's head_dim, k's and v's seqlen) but that are dynamic are not
+    checked at run time by the lowerings: a mismatch there is undefined
+    behaviour, as for a mismatched `linalg.matmul`. The static head_dim must
+    be positive, and `scale` must be representable in f32.
 
     Example:
 
@@ -205,7 +209,11 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [Pure]> {
     result to the forward when it is missing).
 
     Dims may be static or dynamic; the verifier checks every pair of dims
-    that are both static.
+    that are both static. Dims that the contract ties together (batch dims,
+    q's and k's head_dim, k's and v's seqlen) but that are dynamic are not
+    checked at run time by the lowerings: a mismatch there is undefined
+    behaviour, as for a mismatched `linalg.matmul`. The static head_dim must
+    be positive, and `scale` must be representable in f32.
 
     Example:
 

@@ -123,8 +123,10 @@ def FAGenerateBackward : Pass<"fa-generate-backward", "::mlir::ModuleOp"> {
     quadratic saved. A training compiler calls it, or inlines it and lets
     CSE share the forward with its own. The original function is not
     changed. A body-less declaration of the same name and type (a caller's
-    forward declaration) is defined in place; any other symbol of that name
-    is an error. An fa.attention with a mask operand is skipped with a
+    forward declaration) is defined in place. Generated functions carry the
+    unit attribute `fa.generated_backward`: the pass skips them and their
+    names, so running it twice changes nothing. Any other symbol of the
+    name is an error. An fa.attention with a mask operand is skipped with a
     warning (fa.attention_backward takes no mask).
   }];
   let options = [
