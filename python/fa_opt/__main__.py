@@ -9,71 +9,168 @@ kernel folders.
 through the cache and copies the entries into ``--out`` (a precompiled
 folder: point ``FA_OPT_KERNEL_DIRS`` or ``fa_opt.add_kernel_dir`` at it on a
 machine without fa-opt).
+
+Errors print one ``error: ...`` line on stderr, never a traceback: bad
+arguments exit 2 (argparse's usage line first), a failed compile (fa-opt
+missing or failing, a folder that cannot be written) exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import math
+import os
 import sys
 
-from .compiler import compile_attention, export_artifact
-from .config import AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES
+from .compiler import (CompilationError, FaOptNotFoundError,
+                       compile_attention, export_artifact)
+from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
+                     SUPPORTED_CHIPS)
+from .manifest import ManifestError
+
+PROG = "python -m fa_opt"
+
+
+def _int(text: str, minimum: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            f"must be {what}, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    return _int(text, 1, "> 0")
 
 
 def _dim(text: str):
-    return None if text in ("?", "dynamic") else int(text)
+    """'?' / 'dynamic', or a static size >= 0."""
+    if text in ("?", "dynamic"):
+        return None
+    return _int(text, 0, ">= 0 (or '?' for dynamic)")
+
+
+def _head_dim_v(text: str):
+    """'?' / 'dynamic' (the head dim), or a number > 0."""
+    if text in ("?", "dynamic"):
+        return None
+    return _int(text, 1, "> 0 (or '?' for the head dim)")
 
 
 def _scale(text: str):
-    return None if text == "default" else float(text)
+    if text == "default":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'default' or a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise argparse.ArgumentTypeError(
+            f"must be finite and positive, got {text}")
+    return value
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fa_opt")
+def _parser():
+    parser = argparse.ArgumentParser(prog=PROG)
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile configs (cartesian product)")
     c.add_argument("--dtype", nargs="+", default=["bf16"], choices=DTYPES)
-    c.add_argument("--head-dim", nargs="+", type=int, default=[64])
-    c.add_argument("--head-dim-v", nargs="+", type=_dim, default=[None],
-                   help="'?' or a number; default: head dim")
+    c.add_argument("--head-dim", nargs="+", type=_positive, default=[64])
+    c.add_argument("--head-dim-v", nargs="+", type=_head_dim_v, default=[None],
+                   help="'?' (the head dim, default) or a number")
     c.add_argument("--causal", nargs="+", default=["none"], choices=CAUSAL_KINDS)
     c.add_argument("--scale", nargs="+", type=_scale, default=[None],
-                   help="'default' (1/sqrt(D)) or a number")
+                   help="'default' (1/sqrt(D)) or a positive number")
     c.add_argument("--batch", type=_dim, default=None, help="'?' (default) or N")
     c.add_argument("--seqlen-q", type=_dim, default=None)
     c.add_argument("--seqlen-k", type=_dim, default=None)
-    c.add_argument("--chip", default="sm_90a")
-    c.add_argument("--block-m", type=int)
-    c.add_argument("--block-n", type=int)
+    c.add_argument("--chip", default="sm_90a", choices=SUPPORTED_CHIPS,
+                   help="target chip (default sm_90a)")
+    c.add_argument("--block-m", type=_positive)
+    c.add_argument("--block-n", type=_positive)
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
     ls.add_argument("dirs", nargs="+")
-    args = parser.parse_args(argv)
+    return parser, {"compile": c, "list": ls}
 
-    if args.command == "compile":
-        options = CompileOptions(chip=args.chip, block_m=args.block_m,
-                                 block_n=args.block_n)
-        for dtype, d, dv, causal, scale in itertools.product(
-                args.dtype, args.head_dim, args.head_dim_v, args.causal,
-                args.scale):
-            config = AttentionConfig(dtype=dtype, head_dim=d, head_dim_v=dv,
-                                     causal=causal, scale=scale,
-                                     batch=args.batch, seqlen_q=args.seqlen_q,
-                                     seqlen_k=args.seqlen_k)
+
+def _fail(message: str) -> int:
+    """A failure that is not a usage error: one line, exit 1."""
+    line = " ".join(message.split("\n", 1)[0].split())
+    print(f"{PROG}: error: {line}", file=sys.stderr)
+    return 1
+
+
+def _compile_error_line(err: CompilationError) -> str:
+    """The first line of fa-opt's failure and its first ``error:`` line."""
+    lines = str(err).splitlines()
+    first = lines[0].rstrip(":") if lines else "fa-opt failed"
+    detail = next((l.strip() for l in lines[1:] if "error:" in l), "")
+    return f"{first}: {detail}" if detail else first
+
+
+def _compile(args, sub) -> int:
+    options = CompileOptions(chip=args.chip, block_m=args.block_m,
+                             block_n=args.block_n)
+    configs = []
+    for dtype, d, dv, causal, scale in itertools.product(
+            args.dtype, args.head_dim, args.head_dim_v, args.causal,
+            args.scale):
+        try:
+            configs.append(AttentionConfig(
+                dtype=dtype, head_dim=d, head_dim_v=dv, causal=causal,
+                scale=scale, batch=args.batch, seqlen_q=args.seqlen_q,
+                seqlen_k=args.seqlen_k))
+        except (TypeError, ValueError) as err:
+            sub.error(str(err))
+    if args.out:
+        # Before compiling anything: a folder we cannot write is a usage
+        # error, not something to find out after the first compile.
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as err:
+            sub.error(f"argument --out: cannot create directory "
+                      f"'{args.out}': {err.strerror or err}")
+        if not os.access(args.out, os.W_OK | os.X_OK):
+            sub.error(f"argument --out: directory '{args.out}' is not "
+                      f"writable")
+    for config in configs:
+        try:
             art = compile_attention(config, options,
                                     backward=not args.no_backward)
             where = export_artifact(art, args.out) if args.out else art.directory
-            bwd = "backward" if art.entry.get("backward") else "no backward"
-            print(f"{config.short_name():28s} scale {config.scale:.6g}  "
-                  f"{art.entry['forward'][0]}, {bwd}  -> {where}")
-        return 0
+        except CompilationError as err:
+            return _fail(f"{config.short_name()}: {_compile_error_line(err)}")
+        except FaOptNotFoundError as err:
+            return _fail(str(err))
+        except OSError as err:
+            return _fail(f"{config.short_name()}: {err}")
+        bwd = "backward" if art.entry.get("backward") else "no backward"
+        print(f"{config.short_name():28s} scale {config.scale:.6g}  "
+              f"{art.entry['forward'][0]}, {bwd}  -> {where}")
+    return 0
+
+
+def _list(args, sub) -> int:
     from .runtime import Registry
+    for d in args.dirs:
+        if not os.path.isdir(d):
+            sub.error(f"no such directory '{d}'")
     reg = Registry()
     for d in args.dirs:
         reg.add_kernel_dir(d)
-    for kind, item in reg._build_index():
+    try:
+        index = reg._build_index()
+    except (OSError, ManifestError, ValueError) as err:
+        return _fail(str(err))
+    for kind, item in index:
         if kind == "artifact":
             cfg = item.config
             print(f"{item.directory}: {cfg.short_name()} scale {cfg.scale:.6g} "
@@ -83,6 +180,18 @@ def main(argv=None) -> int:
             print(f"{item.path}: {item.dtype} d{item.head_dim} {item.causal} "
                   f"chip {item.chip}")
     return 0
+
+
+def main(argv=None) -> int:
+    parser, subs = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "compile":
+            return _compile(args, subs["compile"])
+        return _list(args, subs["list"])
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Stages (one function each, as a backend compiler of Triton does):
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 import subprocess
@@ -106,14 +107,25 @@ def _types(config: AttentionConfig):
     return q, k, v, o, lse
 
 
+def mlir_float(value: float) -> str:
+    """An f64 as an MLIR float literal that round-trips exactly:
+    ``%.17e`` (17 significant digits, always with a '.', e.g.
+    ``1.00000000000000008e-05``). Python's repr is not one: MLIR rejects
+    ``5e-05`` and ``1e+16`` (no '.')."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite float: {value!r}")
+    return "%.17e" % value
+
+
 def _attrs(config: AttentionConfig) -> str:
-    return f"scale({config.scale!r}) causal({config.causal})"
+    return f"scale({mlir_float(config.scale)}) causal({config.causal})"
 
 
 def make_mlir(config: AttentionConfig) -> str:
     """Stage 1 (forward): rank-3 ``[batch, T, D]`` tensors, the batch dims
-    flattened as the kernel ABI has them; the scale spelled out (repr: the
-    shortest text that round-trips the double)."""
+    flattened as the kernel ABI has them; the scale spelled out
+    (:func:`mlir_float`: a literal MLIR parses back to the same double)."""
     q, k, v, o, lse = _types(config)
     name = func_name(config, "fwd")
     return (

@@ -26,6 +26,10 @@ from typing import Optional
 DTYPES = ("f16", "bf16", "f32")
 #: Causal alignments (docs/ARTIFACTS.md, FAOps.td).
 CAUSAL_KINDS = ("none", "top_left", "bottom_right")
+#: Chips the fa-to-ptx pipeline compiles for (``python -m fa_opt compile
+#: --chip`` accepts these); kChips of lib/Pipelines/FAToPTX.cpp.
+SUPPORTED_CHIPS = ("sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87",
+                   "sm_89", "sm_90", "sm_90a")
 #: Shape policies (see the module docstring).
 SHAPE_POLICIES = ("dynamic", "static_batch", "static")
 

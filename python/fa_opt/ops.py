@@ -6,7 +6,15 @@ from __future__ import annotations
 import threading
 from typing import Dict, Optional, Tuple
 
-import torch
+from .deps import is_missing_torch, torch_required
+
+try:
+    import torch
+except ModuleNotFoundError as _err:  # a clear message, not a bare "No module named 'torch'"
+    if not is_missing_torch(_err):
+        raise
+    raise torch_required("fa_opt.ops (fa_opt.attention, "
+                         "fa_opt.scaled_dot_product_attention)") from _err
 
 from .checks import Problem, check_inputs, check_sdpa_args
 from .config import AttentionConfig, chip_for_capability, normalize_causal

@@ -119,3 +119,33 @@ def test_bare_manifests_from_fa_opt(fa_opt_tool, tmp_path, monkeypatch):
     assert ks.forward.kernel == "gc_attention_0" and ks.backward is None
     with pytest.raises(FaOptNotFoundError):  # batch 16 only
         reg.kernels_for(config, "sm_90a", 4, 100, 100)
+
+
+# --- the scale literal --------------------------------------------------------
+
+SCALES = [1e-5, 5e-5, 1e16, 0.125, 1 / 3, 2.0, 1e-300]
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_scale_literal_is_mlir_float_and_round_trips(scale):
+    import re
+    config = AttentionConfig("bf16", 64, scale=scale)
+    for text in (compiler.make_mlir(config), compiler.make_backward_mlir(config)):
+        (literal,) = re.findall(r"scale\(([^)]*)\)", text)
+        # MLIR's float literal: digits '.' digits [e[+-]digits]; repr's
+        # '5e-05' or '1e+16' (no '.') is rejected by the parser.
+        assert re.fullmatch(r"[0-9]+\.[0-9]+(e[+-][0-9]+)?", literal), literal
+        assert float(literal) == scale
+
+
+def test_mlir_float_rejects_non_finite():
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            compiler.mlir_float(bad)
+
+
+@pytest.mark.parametrize("scale", [1e-5, 1e16, 0.125, 1 / 3])
+def test_compile_with_any_scale(fa_opt_tool, cache_root, scale):
+    config = AttentionConfig("f32", 64, scale=scale)
+    art = compile_attention(config, backward=False)
+    assert art.forward_manifest().scale == pytest.approx(scale, rel=1e-6)

@@ -1,0 +1,130 @@
+"""``python -m fa_opt``: argument errors and failures are one ``error:`` line
+(never a traceback), exit 2 for usage errors and 1 for failed compiles."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fa_opt.__main__ import main
+from fa_opt.config import SUPPORTED_CHIPS
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_main(capsys, argv):
+    try:
+        rc = main(argv)
+    except SystemExit as exit_:
+        rc = exit_.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return rc, out, err
+
+
+def _error_line(err):
+    lines = [l for l in err.splitlines() if "error:" in l]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["compile", "--head-dim", "0"], "argument --head-dim: must be > 0"),
+    (["compile", "--head-dim", "x"], "argument --head-dim: expected an integer"),
+    (["compile", "--head-dim-v", "-1"], "argument --head-dim-v: must be > 0"),
+    (["compile", "--scale", "-1"], "argument --scale: must be finite and positive"),
+    (["compile", "--scale", "0"], "argument --scale: must be finite and positive"),
+    (["compile", "--scale", "inf"], "argument --scale: must be finite and positive"),
+    (["compile", "--scale", "nan"], "argument --scale: must be finite and positive"),
+    (["compile", "--scale", "abc"], "argument --scale: expected 'default' or a number"),
+    (["compile", "--batch", "-3"], "argument --batch: must be >= 0"),
+    (["compile", "--seqlen-q", "-1"], "argument --seqlen-q: must be >= 0"),
+    (["compile", "--block-m", "0"], "argument --block-m: must be > 0"),
+    (["compile", "--chip", "sm_100"], "argument --chip: invalid choice: 'sm_100'"),
+    (["compile", "--chip", "bogus"], "argument --chip: invalid choice"),
+    (["compile", "--out", "/proc/nope"], "argument --out: cannot create directory '/proc/nope'"),
+    (["list", "/nonexistent"], "error: no such directory '/nonexistent'"),
+])
+def test_usage_errors_exit_2_with_one_error_line(capsys, argv, match,
+                                                 monkeypatch, tmp_path):
+    # Nothing may be compiled before the error: no fa-opt around.
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-fa-opt"))
+    monkeypatch.setenv("FA_OPT_CACHE_DIR", str(tmp_path / "cache"))
+    rc, out, err = _run_main(capsys, argv)
+    assert rc == 2 and out == ""
+    line = _error_line(err)
+    assert line.startswith("python -m fa_opt ") and match in line
+
+
+def test_out_that_is_a_file_is_a_usage_error(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-fa-opt"))
+    target = tmp_path / "file"
+    target.write_text("")
+    rc, _, err = _run_main(capsys, ["compile", "--out", str(target)])
+    assert rc == 2 and "argument --out: cannot create directory" in _error_line(err)
+
+
+def test_chip_choices_are_the_supported_chips(capsys, tmp_path, monkeypatch):
+    assert SUPPORTED_CHIPS == ("sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
+                               "sm_87", "sm_89", "sm_90", "sm_90a")
+    # Each supported chip gets past argument parsing (to the missing fa-opt).
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-fa-opt"))
+    for chip in SUPPORTED_CHIPS:
+        rc, _, err = _run_main(capsys, ["compile", "--chip", chip])
+        assert rc == 1 and "FA_OPT is set to" in _error_line(err)
+
+
+def test_missing_fa_opt_exits_1(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-fa-opt"))
+    rc, out, err = _run_main(capsys, ["compile"])
+    assert rc == 1 and out == ""
+    assert _error_line(err).startswith("python -m fa_opt: error: FA_OPT is set to")
+
+
+def test_compilation_error_exits_1(capsys, tmp_path, monkeypatch):
+    tool = tmp_path / "fa-opt"
+    tool.write_text("#!/bin/sh\n"
+                    "[ \"$1\" = --version ] && { echo fake 1.0; exit 0; }\n"
+                    "echo 'input.mlir:3:5: error: boom' >&2\n"
+                    "echo 'a second line' >&2\nexit 1\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("FA_OPT", str(tool))
+    monkeypatch.setenv("FA_OPT_CACHE_DIR", str(tmp_path / "cache"))
+    rc, out, err = _run_main(capsys, ["compile", "--head-dim", "64"])
+    assert rc == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    line = _error_line(err)
+    assert line.startswith("python -m fa_opt: error: bf16_d64_none: fa-opt failed (exit 1)")
+    assert "error: boom" in line
+
+
+def test_list_reports_each_missing_dir(capsys, tmp_path):
+    rc, _, err = _run_main(capsys, ["list", str(tmp_path), "/nonexistent"])
+    assert rc == 2 and "no such directory '/nonexistent'" in _error_line(err)
+    rc, out, err = _run_main(capsys, ["list", str(tmp_path)])
+    assert (rc, out, err) == (0, "", "")
+
+
+def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root):
+    out_dir = tmp_path / "kernels"
+    rc, out, err = _run_main(capsys, ["compile", "--scale", "1e-5",
+                                      "--no-backward", "--out", str(out_dir)])
+    assert rc == 0 and err == "" and "scale 1e-05" in out
+    rc, out, err = _run_main(capsys, ["list", str(out_dir)])
+    assert rc == 0 and "bf16_d64_none scale 1e-05" in out
+
+
+def test_module_entry_point_has_no_traceback():
+    """The real ``python -m fa_opt`` process, torch unimportable."""
+    code = ("import sys, runpy; sys.modules['torch'] = None; "
+            "sys.argv = ['fa_opt'] + sys.argv[1:]; "
+            "runpy.run_module('fa_opt', run_name='__main__')")
+    for argv, rc in ((["list", "/nonexistent"], 2),
+                     (["compile", "--head-dim", "0"], 2)):
+        proc = subprocess.run([sys.executable, "-c", code, *argv],
+                              cwd=PYTHON_DIR, capture_output=True, text=True)
+        assert proc.returncode == rc, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+        assert proc.stderr.strip().splitlines()[-1].startswith(
+            "python -m fa_opt ")
