@@ -148,6 +148,38 @@ std::string Manifest::ptxPath() const {
   return dir + "/" + ptx;
 }
 
+/// Calls fn(lineNo, words) for every non-empty line of `text` (comments
+/// stripped); stops at and returns the first non-success status. With
+/// `lineCount`, stores the number of lines read.
+template <typename Fn>
+static faRtStatus forEachLine(std::string_view text, Fn fn,
+                              int *lineCount = nullptr) {
+  int lineNo = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (end == text.size() && line.empty())
+      break;
+    ++lineNo;
+    if (lineCount)
+      *lineCount = lineNo;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    std::vector<std::string> words = splitWords(line);
+    if (words.empty())
+      continue;
+    if (faRtStatus status = fn(lineNo, words))
+      return status;
+  }
+  return FA_RT_SUCCESS;
+}
+
 faRtStatus fa::rt::parseManifest(std::string_view text,
                                  const std::string &fileName,
                                  Manifest &manifest) {
@@ -162,131 +194,124 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
                        fileName + ":" + std::to_string(line) + ": " + message);
   };
 
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos)
-      end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (end == text.size() && line.empty())
-      break;
-    ++lineNo;
-    if (size_t hash = line.find('#'); hash != std::string_view::npos)
-      line = line.substr(0, hash);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    std::vector<std::string> words = splitWords(line);
-    if (words.empty())
-      continue;
-    const std::string &key = words[0];
-    std::vector<std::string> values(words.begin() + 1, words.end());
+  faRtStatus lineStatus = forEachLine(
+      text,
+      [&](int line, const std::vector<std::string> &words) -> faRtStatus {
+        lineNo = line;
+        const std::string &key = words[0];
+        std::vector<std::string> values(words.begin() + 1, words.end());
 
-    const KeyRule *rule = nullptr;
-    for (const KeyRule &candidate : kKeyRules)
-      if (key == candidate.name)
-        rule = &candidate;
-    if (!rule)
-      continue; // Unknown keys are for newer readers.
-    if (auto it = seenAt.find(key); it != seenAt.end())
-      return fail(lineNo, "duplicate key '" + key + "' (first on line " +
-                              std::to_string(it->second) + ")");
-    seenAt[key] = lineNo;
-    if (rule->arity >= 0 && static_cast<int>(values.size()) != rule->arity)
-      return fail(lineNo, "expected " + std::to_string(rule->arity) + " value" +
-                              (rule->arity == 1 ? "" : "s") + " for '" + key +
-                              "', got " + std::to_string(values.size()));
-    if (rule->arity < 0 && values.empty())
-      return fail(lineNo, "expected at least one value for '" + key + "'");
+        const KeyRule *rule = nullptr;
+        for (const KeyRule &candidate : kKeyRules)
+          if (key == candidate.name)
+            rule = &candidate;
+        if (!rule)
+          return FA_RT_SUCCESS; // Unknown keys are for newer readers.
+        if (auto it = seenAt.find(key); it != seenAt.end())
+          return fail(lineNo, "duplicate key '" + key + "' (first on line " +
+                                  std::to_string(it->second) + ")");
+        seenAt[key] = lineNo;
+        if (rule->arity >= 0 && static_cast<int>(values.size()) != rule->arity)
+          return fail(lineNo, "expected " + std::to_string(rule->arity) +
+                                  " value" + (rule->arity == 1 ? "" : "s") +
+                                  " for '" + key + "', got " +
+                                  std::to_string(values.size()));
+        if (rule->arity < 0 && values.empty())
+          return fail(lineNo, "expected at least one value for '" + key + "'");
 
-    auto invalid = [&](const std::string &value, const char *expected) {
-      return fail(lineNo, "invalid value '" + value + "' for '" + key +
-                              "': expected " + expected);
-    };
-    auto count = [&](bool allowDynamic, int64_t &out) {
-      return parseCount(values[0], allowDynamic, out);
-    };
-    const std::string &value = values[0];
+        auto invalid = [&](const std::string &value, const char *expected) {
+          return fail(lineNo, "invalid value '" + value + "' for '" + key +
+                                  "': expected " + expected);
+        };
+        auto count = [&](bool allowDynamic, int64_t &out) {
+          return parseCount(values[0], allowDynamic, out);
+        };
+        const std::string &value = values[0];
 
-    if (key == "version") {
-      if (!count(false, manifest.version))
-        return invalid(value, "a non-negative integer");
-      if (manifest.version != 1)
-        return fail(lineNo, "unsupported manifest version " + value +
-                                " (this runtime reads version 1)");
-    } else if (key == "kernel") {
-      manifest.kernel = value;
-    } else if (key == "ptx") {
-      manifest.ptx = value;
-    } else if (key == "chip") {
-      manifest.chip = value;
-    } else if (key == "dtype") {
-      if (!parseDtype(value, manifest.dtype))
-        return invalid(value, "f16, bf16 or f32");
-    } else if (key == "o_dtype") {
-      if (!parseDtype(value, manifest.oDtype))
-        return invalid(value, "f16, bf16 or f32");
-    } else if (key == "causal") {
-      if (!parseCausal(value, manifest.causal))
-        return invalid(value, "none, top_left or bottom_right");
-    } else if (key == "scale") {
-      const char *begin = value.c_str();
-      char *stop = nullptr;
-      errno = 0;
-      manifest.scale = std::strtod(begin, &stop);
-      if (stop == begin || *stop != '\0' || errno == ERANGE ||
-          !std::isfinite(manifest.scale))
-        return invalid(value, "a finite number");
-    } else if (key == "batch") {
-      if (!count(true, manifest.batch))
-        return invalid(value, "a non-negative integer or '?'");
-    } else if (key == "batch_shape") {
-      for (const std::string &dim : values) {
-        int64_t parsed;
-        if (!parseCount(dim, true, parsed))
-          return invalid(dim, "a non-negative integer or '?'");
-        manifest.batchShape.push_back(parsed);
-      }
-    } else if (key == "seqlen_q") {
-      if (!count(true, manifest.seqlenQ))
-        return invalid(value, "a non-negative integer or '?'");
-    } else if (key == "seqlen_k") {
-      if (!count(true, manifest.seqlenK))
-        return invalid(value, "a non-negative integer or '?'");
-    } else if (key == "head_dim" || key == "head_dim_v" || key == "block_m" ||
-               key == "threads") {
-      int64_t parsed;
-      if (!count(false, parsed) || parsed == 0)
-        return invalid(value, "a positive integer");
-      if (key == "head_dim")
-        manifest.headDim = parsed;
-      else if (key == "head_dim_v")
-        manifest.headDimV = parsed;
-      else if (key == "block_m")
-        manifest.blockM = parsed;
-      else
-        manifest.threads = parsed;
-    } else if (key == "block_n") {
-      if (!count(false, manifest.blockN))
-        return invalid(value, "a non-negative integer");
-    } else if (key == "shared_bytes") {
-      if (!count(false, manifest.sharedBytes))
-        return invalid(value, "a non-negative integer");
-    } else if (key == "has_lse") {
-      if (value != "0" && value != "1")
-        return invalid(value, "0 or 1");
-      manifest.hasLse = value == "1";
-    } else if (key == "params") {
-      manifest.params = values;
-    } else if (key == "grid") {
-      for (int i = 0; i < 3; ++i) {
-        if (!isGridExpr(values[i]))
-          return invalid(values[i], "an integer, a size name (batch, seqlen_q, "
-                                    "block_m, ...) or ceil_div(a,b)");
-        manifest.grid[i] = values[i];
-      }
-    }
-  }
+        if (key == "version") {
+          if (!count(false, manifest.version))
+            return invalid(value, "a non-negative integer");
+          if (manifest.version != 1)
+            return fail(lineNo, "unsupported manifest version " + value +
+                                    " (this runtime reads version 1)");
+        } else if (key == "kernel") {
+          manifest.kernel = value;
+        } else if (key == "ptx") {
+          manifest.ptx = value;
+        } else if (key == "chip") {
+          manifest.chip = value;
+        } else if (key == "dtype") {
+          if (!parseDtype(value, manifest.dtype))
+            return invalid(value, "f16, bf16 or f32");
+        } else if (key == "o_dtype") {
+          if (!parseDtype(value, manifest.oDtype))
+            return invalid(value, "f16, bf16 or f32");
+        } else if (key == "causal") {
+          if (!parseCausal(value, manifest.causal))
+            return invalid(value, "none, top_left or bottom_right");
+        } else if (key == "scale") {
+          const char *begin = value.c_str();
+          char *stop = nullptr;
+          errno = 0;
+          manifest.scale = std::strtod(begin, &stop);
+          if (stop == begin || *stop != '\0' || errno == ERANGE ||
+              !std::isfinite(manifest.scale))
+            return invalid(value, "a finite number");
+        } else if (key == "batch") {
+          if (!count(true, manifest.batch))
+            return invalid(value, "a non-negative integer or '?'");
+        } else if (key == "batch_shape") {
+          for (const std::string &dim : values) {
+            int64_t parsed;
+            if (!parseCount(dim, true, parsed))
+              return invalid(dim, "a non-negative integer or '?'");
+            manifest.batchShape.push_back(parsed);
+          }
+        } else if (key == "seqlen_q") {
+          if (!count(true, manifest.seqlenQ))
+            return invalid(value, "a non-negative integer or '?'");
+        } else if (key == "seqlen_k") {
+          if (!count(true, manifest.seqlenK))
+            return invalid(value, "a non-negative integer or '?'");
+        } else if (key == "head_dim" || key == "head_dim_v" ||
+                   key == "block_m" || key == "threads") {
+          int64_t parsed;
+          if (!count(false, parsed) || parsed == 0)
+            return invalid(value, "a positive integer");
+          if (key == "head_dim")
+            manifest.headDim = parsed;
+          else if (key == "head_dim_v")
+            manifest.headDimV = parsed;
+          else if (key == "block_m")
+            manifest.blockM = parsed;
+          else
+            manifest.threads = parsed;
+        } else if (key == "block_n") {
+          if (!count(false, manifest.blockN))
+            return invalid(value, "a non-negative integer");
+        } else if (key == "shared_bytes") {
+          if (!count(false, manifest.sharedBytes))
+            return invalid(value, "a non-negative integer");
+        } else if (key == "has_lse") {
+          if (value != "0" && value != "1")
+            return invalid(value, "0 or 1");
+          manifest.hasLse = value == "1";
+        } else if (key == "params") {
+          manifest.params = values;
+        } else if (key == "grid") {
+          for (int i = 0; i < 3; ++i) {
+            if (!isGridExpr(values[i]))
+              return invalid(values[i],
+                             "an integer, a size name (batch, seqlen_q, "
+                             "block_m, ...) or ceil_div(a,b)");
+            manifest.grid[i] = values[i];
+          }
+        }
+        return FA_RT_SUCCESS;
+      },
+      &lineNo);
+  if (lineStatus)
+    return lineStatus;
 
   int lastLine = lineNo > 0 ? lineNo : 1;
   for (const KeyRule &rule : kKeyRules)
@@ -501,34 +526,6 @@ size_t fa::rt::dtypeSize(faRtDtype dtype) {
 // Backward manifests
 //===----------------------------------------------------------------------===//
 
-/// Calls fn(lineNo, words) for every non-empty line of `text` (comments
-/// stripped); stops at and returns the first non-success status.
-template <typename Fn>
-static faRtStatus forEachLine(std::string_view text, Fn fn) {
-  int lineNo = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos)
-      end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (end == text.size() && line.empty())
-      break;
-    ++lineNo;
-    if (size_t hash = line.find('#'); hash != std::string_view::npos)
-      line = line.substr(0, hash);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    std::vector<std::string> words = splitWords(line);
-    if (words.empty())
-      continue;
-    if (faRtStatus status = fn(lineNo, words))
-      return status;
-  }
-  return FA_RT_SUCCESS;
-}
-
 faRtStatus fa::rt::manifestKind(std::string_view text,
                                 const std::string &fileName,
                                 ManifestKind &kind) {
@@ -629,15 +626,13 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
                        fileName + ":" + std::to_string(line) + ": " + message);
   };
   static const char *const headerRequired[] = {
-      "version",  "op",       "name",     "ptx",      "dtype",
-      "causal",   "scale",    "batch",    "seqlen_q", "seqlen_k",
-      "head_dim", "head_dim_v"};
+      "version", "op",    "name",     "ptx",      "dtype",    "causal",
+      "scale",   "batch", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v"};
   static const char *const headerOptional[] = {
-      "chip",     "o_dtype",  "do_dtype",      "dq_dtype", "dk_dtype",
-      "dv_dtype", "batch_shape", "deterministic"};
-  static const char *const kernelKeys[] = {"threads",      "block_m",
-                                           "block_n",      "shared_bytes",
-                                           "params",       "grid"};
+      "chip",     "o_dtype",  "do_dtype",    "dq_dtype",
+      "dk_dtype", "dv_dtype", "batch_shape", "deterministic"};
+  static const char *const kernelKeys[] = {"threads",      "block_m", "block_n",
+                                           "shared_bytes", "params",  "grid"};
   auto isIn = [](const std::string &key, auto &list) {
     for (const char *name : list)
       if (key == name)
@@ -658,191 +653,193 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
     return FA_RT_SUCCESS;
   };
 
-  faRtStatus status = forEachLine(text, [&](int lineNo,
-                                            const std::vector<std::string>
-                                                &words) -> faRtStatus {
-    lastLine = lineNo;
-    const std::string &key = words[0];
-    std::vector<std::string> values(words.begin() + 1, words.end());
-    auto invalid = [&](const std::string &value, const char *expected) {
-      return fail(lineNo, "invalid value '" + value + "' for '" + key +
-                              "': expected " + expected);
-    };
-    auto expectOne = [&]() -> faRtStatus {
-      if (values.size() != 1)
-        return fail(lineNo, "expected 1 value for '" + key + "', got " +
-                                std::to_string(values.size()));
-      return FA_RT_SUCCESS;
-    };
+  faRtStatus status = forEachLine(
+      text,
+      [&](int lineNo, const std::vector<std::string> &words) -> faRtStatus {
+        lastLine = lineNo;
+        const std::string &key = words[0];
+        std::vector<std::string> values(words.begin() + 1, words.end());
+        auto invalid = [&](const std::string &value, const char *expected) {
+          return fail(lineNo, "invalid value '" + value + "' for '" + key +
+                                  "': expected " + expected);
+        };
+        auto expectOne = [&]() -> faRtStatus {
+          if (values.size() != 1)
+            return fail(lineNo, "expected 1 value for '" + key + "', got " +
+                                    std::to_string(values.size()));
+          return FA_RT_SUCCESS;
+        };
 
-    if (key == "kernel") {
-      if (faRtStatus s = closeKernel())
-        return s;
-      if (faRtStatus s = expectOne())
-        return s;
-      manifest.kernels.emplace_back();
-      manifest.kernels.back().kernel = values[0];
-      kernelSeenAt.clear();
-      kernelLine = lineNo;
-      return FA_RT_SUCCESS;
-    }
-    if (key == "scratch") {
-      if (!manifest.kernels.empty())
-        return fail(lineNo, "'scratch' after the first kernel section");
-      if (values.size() < 2)
-        return fail(lineNo, "expected 'scratch NAME DTYPE DIM...', got " +
-                                std::to_string(values.size()) + " values");
-      ScratchBuffer buffer;
-      buffer.name = values[0];
-      if (!parseDtype(values[1], buffer.dtype))
-        return invalid(values[1], "f16, bf16 or f32");
-      for (size_t i = 2; i < values.size(); ++i) {
-        if (!isGridAtom(values[i]))
-          return invalid(values[i], "a size name (batch, seqlen_q, "
-                                    "head_dim, ...) or an integer");
-        buffer.dims.push_back(values[i]);
-      }
-      for (const ScratchBuffer &other : manifest.scratch)
-        if (other.name == buffer.name)
-          return fail(lineNo, "duplicate scratch buffer '" + buffer.name + "'");
-      if (!tensorSizes(buffer.name, LaunchShape(), 1, 1).empty() &&
-          buffer.name != "delta" && buffer.name != "dq_accum")
-        return fail(lineNo, "scratch buffer '" + buffer.name +
-                                "' shadows an operand of the op");
-      manifest.scratch.push_back(std::move(buffer));
-      return FA_RT_SUCCESS;
-    }
+        if (key == "kernel") {
+          if (faRtStatus s = closeKernel())
+            return s;
+          if (faRtStatus s = expectOne())
+            return s;
+          manifest.kernels.emplace_back();
+          manifest.kernels.back().kernel = values[0];
+          kernelSeenAt.clear();
+          kernelLine = lineNo;
+          return FA_RT_SUCCESS;
+        }
+        if (key == "scratch") {
+          if (!manifest.kernels.empty())
+            return fail(lineNo, "'scratch' after the first kernel section");
+          if (values.size() < 2)
+            return fail(lineNo, "expected 'scratch NAME DTYPE DIM...', got " +
+                                    std::to_string(values.size()) + " values");
+          ScratchBuffer buffer;
+          buffer.name = values[0];
+          if (!parseDtype(values[1], buffer.dtype))
+            return invalid(values[1], "f16, bf16 or f32");
+          for (size_t i = 2; i < values.size(); ++i) {
+            if (!isGridAtom(values[i]))
+              return invalid(values[i], "a size name (batch, seqlen_q, "
+                                        "head_dim, ...) or an integer");
+            buffer.dims.push_back(values[i]);
+          }
+          for (const ScratchBuffer &other : manifest.scratch)
+            if (other.name == buffer.name)
+              return fail(lineNo,
+                          "duplicate scratch buffer '" + buffer.name + "'");
+          if (!tensorSizes(buffer.name, LaunchShape(), 1, 1).empty() &&
+              buffer.name != "delta" && buffer.name != "dq_accum")
+            return fail(lineNo, "scratch buffer '" + buffer.name +
+                                    "' shadows an operand of the op");
+          manifest.scratch.push_back(std::move(buffer));
+          return FA_RT_SUCCESS;
+        }
 
-    bool inKernel = !manifest.kernels.empty();
-    if (inKernel && isIn(key, kernelKeys)) {
-      if (auto it = kernelSeenAt.find(key); it != kernelSeenAt.end())
-        return fail(lineNo, "duplicate key '" + key + "' in kernel '" +
-                                manifest.kernels.back().kernel +
-                                "' (first on line " +
-                                std::to_string(it->second) + ")");
-      kernelSeenAt[key] = lineNo;
-      KernelLaunch &kernel = manifest.kernels.back();
-      if (key == "params") {
-        if (values.empty())
-          return fail(lineNo, "expected at least one value for 'params'");
-        kernel.params = values;
-        return FA_RT_SUCCESS;
-      }
-      if (key == "grid") {
-        if (values.size() != 3)
-          return fail(lineNo, "expected 3 values for 'grid', got " +
-                                  std::to_string(values.size()));
-        for (int i = 0; i < 3; ++i) {
-          if (!isGridExpr(values[i]))
-            return invalid(values[i], "an integer, a size name (batch, "
-                                      "seqlen_q, block_m, ...) or "
-                                      "ceil_div(a,b)");
-          kernel.grid[i] = values[i];
+        bool inKernel = !manifest.kernels.empty();
+        if (inKernel && isIn(key, kernelKeys)) {
+          if (auto it = kernelSeenAt.find(key); it != kernelSeenAt.end())
+            return fail(lineNo, "duplicate key '" + key + "' in kernel '" +
+                                    manifest.kernels.back().kernel +
+                                    "' (first on line " +
+                                    std::to_string(it->second) + ")");
+          kernelSeenAt[key] = lineNo;
+          KernelLaunch &kernel = manifest.kernels.back();
+          if (key == "params") {
+            if (values.empty())
+              return fail(lineNo, "expected at least one value for 'params'");
+            kernel.params = values;
+            return FA_RT_SUCCESS;
+          }
+          if (key == "grid") {
+            if (values.size() != 3)
+              return fail(lineNo, "expected 3 values for 'grid', got " +
+                                      std::to_string(values.size()));
+            for (int i = 0; i < 3; ++i) {
+              if (!isGridExpr(values[i]))
+                return invalid(values[i], "an integer, a size name (batch, "
+                                          "seqlen_q, block_m, ...) or "
+                                          "ceil_div(a,b)");
+              kernel.grid[i] = values[i];
+            }
+            return FA_RT_SUCCESS;
+          }
+          if (faRtStatus s = expectOne())
+            return s;
+          int64_t parsed;
+          if (!parseCount(values[0], false, parsed))
+            return invalid(values[0], "a non-negative integer");
+          if (key == "threads") {
+            if (parsed == 0 || parsed > 1024)
+              return invalid(values[0], "an integer in [1, 1024]");
+            kernel.threads = parsed;
+          } else if (key == "block_m") {
+            kernel.blockM = parsed;
+          } else if (key == "block_n") {
+            kernel.blockN = parsed;
+          } else {
+            kernel.sharedBytes = parsed;
+          }
+          return FA_RT_SUCCESS;
+        }
+        if (!isIn(key, headerRequired) && !isIn(key, headerOptional))
+          return FA_RT_SUCCESS; // Unknown keys are for newer readers.
+        if (inKernel)
+          return fail(lineNo, "header key '" + key +
+                                  "' after the first kernel section");
+        if (auto it = seenAt.find(key); it != seenAt.end())
+          return fail(lineNo, "duplicate key '" + key + "' (first on line " +
+                                  std::to_string(it->second) + ")");
+        seenAt[key] = lineNo;
+        if (key == "batch_shape") {
+          if (values.empty())
+            return fail(lineNo,
+                        "expected at least one value for 'batch_shape'");
+          for (const std::string &dim : values) {
+            int64_t parsed;
+            if (!parseCount(dim, true, parsed))
+              return invalid(dim, "a non-negative integer or '?'");
+            manifest.batchShape.push_back(parsed);
+          }
+          return FA_RT_SUCCESS;
+        }
+        if (faRtStatus s = expectOne())
+          return s;
+        const std::string &value = values[0];
+        if (key == "version") {
+          if (value != "2")
+            return fail(lineNo, "expected version 2 for a backward manifest, "
+                                "got " +
+                                    value);
+          manifest.version = 2;
+        } else if (key == "op") {
+          if (value != "attention_backward")
+            return invalid(value, "attention_backward");
+        } else if (key == "name") {
+          manifest.name = value;
+        } else if (key == "ptx") {
+          manifest.ptx = value;
+        } else if (key == "chip") {
+          manifest.chip = value;
+        } else if (key == "causal") {
+          if (!parseCausal(value, manifest.causal))
+            return invalid(value, "none, top_left or bottom_right");
+        } else if (key == "scale") {
+          const char *begin = value.c_str();
+          char *stop = nullptr;
+          errno = 0;
+          manifest.scale = std::strtod(begin, &stop);
+          if (stop == begin || *stop != '\0' || errno == ERANGE ||
+              !std::isfinite(manifest.scale))
+            return invalid(value, "a finite number");
+        } else if (key == "batch" || key == "seqlen_q" || key == "seqlen_k") {
+          int64_t parsed;
+          if (!parseCount(value, true, parsed))
+            return invalid(value, "a non-negative integer or '?'");
+          (key == "batch"      ? manifest.batch
+           : key == "seqlen_q" ? manifest.seqlenQ
+                               : manifest.seqlenK) = parsed;
+        } else if (key == "head_dim" || key == "head_dim_v") {
+          int64_t parsed;
+          if (!parseCount(value, false, parsed) || parsed == 0)
+            return invalid(value, "a positive integer");
+          (key == "head_dim" ? manifest.headDim : manifest.headDimV) = parsed;
+        } else if (key == "deterministic") {
+          if (value != "0" && value != "1")
+            return invalid(value, "0 or 1");
+          manifest.deterministic = value == "1";
+        } else {
+          faRtDtype dtype;
+          if (!parseDtype(value, dtype))
+            return invalid(value, "f16, bf16 or f32");
+          if (key == "dtype")
+            manifest.dtype = dtype;
+          else if (key == "o_dtype")
+            manifest.oDtype = dtype;
+          else if (key == "do_dtype")
+            manifest.doDtype = dtype;
+          else if (key == "dq_dtype")
+            manifest.dqDtype = dtype;
+          else if (key == "dk_dtype")
+            manifest.dkDtype = dtype;
+          else
+            manifest.dvDtype = dtype;
         }
         return FA_RT_SUCCESS;
-      }
-      if (faRtStatus s = expectOne())
-        return s;
-      int64_t parsed;
-      if (!parseCount(values[0], false, parsed))
-        return invalid(values[0], "a non-negative integer");
-      if (key == "threads") {
-        if (parsed == 0 || parsed > 1024)
-          return invalid(values[0], "an integer in [1, 1024]");
-        kernel.threads = parsed;
-      } else if (key == "block_m") {
-        kernel.blockM = parsed;
-      } else if (key == "block_n") {
-        kernel.blockN = parsed;
-      } else {
-        kernel.sharedBytes = parsed;
-      }
-      return FA_RT_SUCCESS;
-    }
-    if (!isIn(key, headerRequired) && !isIn(key, headerOptional))
-      return FA_RT_SUCCESS; // Unknown keys are for newer readers.
-    if (inKernel)
-      return fail(lineNo, "header key '" + key +
-                              "' after the first kernel section");
-    if (auto it = seenAt.find(key); it != seenAt.end())
-      return fail(lineNo, "duplicate key '" + key + "' (first on line " +
-                              std::to_string(it->second) + ")");
-    seenAt[key] = lineNo;
-    if (key == "batch_shape") {
-      if (values.empty())
-        return fail(lineNo, "expected at least one value for 'batch_shape'");
-      for (const std::string &dim : values) {
-        int64_t parsed;
-        if (!parseCount(dim, true, parsed))
-          return invalid(dim, "a non-negative integer or '?'");
-        manifest.batchShape.push_back(parsed);
-      }
-      return FA_RT_SUCCESS;
-    }
-    if (faRtStatus s = expectOne())
-      return s;
-    const std::string &value = values[0];
-    if (key == "version") {
-      if (value != "2")
-        return fail(lineNo, "expected version 2 for a backward manifest, "
-                            "got " +
-                                value);
-      manifest.version = 2;
-    } else if (key == "op") {
-      if (value != "attention_backward")
-        return invalid(value, "attention_backward");
-    } else if (key == "name") {
-      manifest.name = value;
-    } else if (key == "ptx") {
-      manifest.ptx = value;
-    } else if (key == "chip") {
-      manifest.chip = value;
-    } else if (key == "causal") {
-      if (!parseCausal(value, manifest.causal))
-        return invalid(value, "none, top_left or bottom_right");
-    } else if (key == "scale") {
-      const char *begin = value.c_str();
-      char *stop = nullptr;
-      errno = 0;
-      manifest.scale = std::strtod(begin, &stop);
-      if (stop == begin || *stop != '\0' || errno == ERANGE ||
-          !std::isfinite(manifest.scale))
-        return invalid(value, "a finite number");
-    } else if (key == "batch" || key == "seqlen_q" || key == "seqlen_k") {
-      int64_t parsed;
-      if (!parseCount(value, true, parsed))
-        return invalid(value, "a non-negative integer or '?'");
-      (key == "batch"      ? manifest.batch
-       : key == "seqlen_q" ? manifest.seqlenQ
-                           : manifest.seqlenK) = parsed;
-    } else if (key == "head_dim" || key == "head_dim_v") {
-      int64_t parsed;
-      if (!parseCount(value, false, parsed) || parsed == 0)
-        return invalid(value, "a positive integer");
-      (key == "head_dim" ? manifest.headDim : manifest.headDimV) = parsed;
-    } else if (key == "deterministic") {
-      if (value != "0" && value != "1")
-        return invalid(value, "0 or 1");
-      manifest.deterministic = value == "1";
-    } else {
-      faRtDtype dtype;
-      if (!parseDtype(value, dtype))
-        return invalid(value, "f16, bf16 or f32");
-      if (key == "dtype")
-        manifest.dtype = dtype;
-      else if (key == "o_dtype")
-        manifest.oDtype = dtype;
-      else if (key == "do_dtype")
-        manifest.doDtype = dtype;
-      else if (key == "dq_dtype")
-        manifest.dqDtype = dtype;
-      else if (key == "dk_dtype")
-        manifest.dkDtype = dtype;
-      else
-        manifest.dvDtype = dtype;
-    }
-    return FA_RT_SUCCESS;
-  });
+      });
   if (status)
     return status;
   if (faRtStatus s = closeKernel())
@@ -851,8 +848,8 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
   for (const char *key : headerRequired)
     if (!seenAt.count(key))
       return fail(lastLine, std::string("missing required key '") + key + "'");
-  for (const char *key : {"o_dtype", "do_dtype", "dq_dtype", "dk_dtype",
-                          "dv_dtype"})
+  for (const char *key :
+       {"o_dtype", "do_dtype", "dq_dtype", "dk_dtype", "dv_dtype"})
     if (!seenAt.count(key)) {
       faRtDtype &dtype = std::string(key) == "o_dtype"    ? manifest.oDtype
                          : std::string(key) == "do_dtype" ? manifest.doDtype
@@ -868,8 +865,8 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
   for (const KernelLaunch &kernel : manifest.kernels)
     for (const std::string &param : kernel.params) {
       bool known = false;
-      for (const char *name : {"q", "k", "v", "o", "do", "lse", "dq", "dk",
-                               "dv"})
+      for (const char *name :
+           {"q", "k", "v", "o", "do", "lse", "dq", "dk", "dv"})
         known |= param == name;
       for (const ScratchBuffer &buffer : manifest.scratch)
         known |= param == buffer.name;
