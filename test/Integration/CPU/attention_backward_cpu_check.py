@@ -31,14 +31,13 @@ Usage: attention_backward_cpu_check.py --matrix NAME [--seed S] [--tol T]
 
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_cpu_check import (BLOCKS, SHAPES, dense_hex,  # noqa: E402
-                                 parse_prints, reference, round_to, ttype)
+                                 reference, round_to, run_on_cpu, ttype)
 from attention_cpu_check import matrix as forward_matrix  # noqa: E402
 
 NEG_INF = float("-inf")
@@ -152,20 +151,9 @@ def run_config(cfg, rng, tools, tol):
     o32, lse32 = o64.astype(np.float32), lse64.astype(np.float32)
     refs = reference_backward(q, k, v, do, o64, lse64, scale, causal)
     mod = build_module((q, k, v, o32, do, lse32), refs, scale, causal, elt)
-    opt = subprocess.run(
-        [tools.fa_opt, "-", "--fa-to-cpu=block-m=%d block-n=%d" % (bm, bn)],
-        input=mod, capture_output=True, text=True)
-    if opt.returncode != 0:
-        return False, "fa-opt failed:\n" + opt.stderr[-2000:]
-    libs = ",".join(os.path.join(tools.lib_dir, l) for l in
-                    ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
-    run = subprocess.run(
-        [tools.mlir_runner, "-e", "main", "-entry-point-result=void",
-         "-shared-libs=" + libs], input=opt.stdout, capture_output=True,
-        text=True)
-    if run.returncode != 0:
-        return False, "mlir-runner failed:\n" + run.stderr[-2000:]
-    prints = parse_prints(run.stdout)
+    prints, error = run_on_cpu(mod, tools, bm, bn)
+    if error:
+        return False, error
     if len(prints) != 3:
         return False, "expected 3 prints, got %d" % len(prints)
     ok = True

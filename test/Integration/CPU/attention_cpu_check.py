@@ -179,6 +179,26 @@ def parse_prints(text):
     return out
 
 
+def run_on_cpu(module, tools, bm, bn):
+    """Lowers `module` with fa-opt --fa-to-cpu (blocks bm x bn), runs its
+    @main with mlir-runner, and returns (the printed memrefs, None), or
+    (None, an error message)."""
+    opt = subprocess.run(
+        [tools.fa_opt, "-", "--fa-to-cpu=block-m=%d block-n=%d" % (bm, bn)],
+        input=module, capture_output=True, text=True)
+    if opt.returncode != 0:
+        return None, "fa-opt failed:\n" + opt.stderr[-2000:]
+    libs = ",".join(os.path.join(tools.lib_dir, l) for l in
+                    ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+    run = subprocess.run(
+        [tools.mlir_runner, "-e", "main", "-entry-point-result=void",
+         "-shared-libs=" + libs], input=opt.stdout, capture_output=True,
+        text=True)
+    if run.returncode != 0:
+        return None, "mlir-runner failed:\n" + run.stderr[-2000:]
+    return parse_prints(run.stdout), None
+
+
 def run_config(cfg, rng, tools, tol):
     b, tq, tk, d, dv = cfg["shape"]
     bm, bn = cfg["blocks"]
@@ -193,20 +213,9 @@ def run_config(cfg, rng, tools, tol):
     o_ref, lse_ref = reference(q, k, v, scale, causal)
     perm = rng.permutation(tk) if cfg.get("permute") else None
     mod = build_module(q, k, v, o_ref, lse_ref, scale, causal, elt, perm)
-    opt = subprocess.run(
-        [tools.fa_opt, "-", "--fa-to-cpu=block-m=%d block-n=%d" % (bm, bn)],
-        input=mod, capture_output=True, text=True)
-    if opt.returncode != 0:
-        return False, "fa-opt failed:\n" + opt.stderr[-2000:]
-    libs = ",".join(os.path.join(tools.lib_dir, l) for l in
-                    ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
-    run = subprocess.run(
-        [tools.mlir_runner, "-e", "main", "-entry-point-result=void",
-         "-shared-libs=" + libs], input=opt.stdout, capture_output=True,
-        text=True)
-    if run.returncode != 0:
-        return False, "mlir-runner failed:\n" + run.stderr[-2000:]
-    prints = parse_prints(run.stdout)
+    prints, error = run_on_cpu(mod, tools, bm, bn)
+    if error:
+        return False, error
     nvar = 2 if perm is not None else 1
     if len(prints) != 4 * nvar:
         return False, "expected %d prints, got %d" % (4 * nvar, len(prints))
