@@ -31,6 +31,17 @@ if ! python3 -c "import numpy, pytest" 2>/dev/null; then
 fi
 python3 -c "import numpy, pytest" || { echo "setup: error: numpy/pytest unavailable" >&2; exit 1; }
 
+# cuobjdump + nvdisasm (NVIDIA's wheels) for the SASS checks of the lit suite
+# (the toolkit here has only nvcc and ptxas). Best effort: without them those
+# tests are reported unsupported.
+if [ -x /usr/local/cuda/bin/ptxas ] && ! [ -x /usr/local/cuda/bin/cuobjdump ] \
+   && ! python3 -c "import sysconfig, os, sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()['purelib'], 'nvidia/cu13/bin/cuobjdump')) else 1)"; then
+  echo "setup: installing cuobjdump and nvdisasm (pip wheels)"
+  python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm 2>/dev/null \
+    || echo "setup: note: cuobjdump unavailable; SASS tests will be skipped"
+fi
+
 if [ -x /usr/local/cuda/bin/ptxas ]; then
   echo "setup: ptxas found at /usr/local/cuda/bin/ptxas (PTX validation tests enabled)"
 else

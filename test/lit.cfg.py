@@ -31,18 +31,37 @@ tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
 tools = ["fa-opt", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-# ptxas: CUDA's, for validating emitted PTX. Tests that need it say
-# `REQUIRES: ptxas`.
-ptxas = None
-for d in [config.cuda_bin_dir, "/usr/local/cuda/bin"]:
-    if d and os.path.exists(os.path.join(d, "ptxas")):
-        ptxas = os.path.join(d, "ptxas")
-        break
-if ptxas is None:
-    ptxas = shutil.which("ptxas")
-if ptxas:
-    config.available_features.add("ptxas")
-    config.substitutions.append(("%ptxas", ptxas))
+def add_cuda_tool(name, extra_dirs=()):
+    """Makes CUDA's `name` available as %name and feature `name`: from the
+    configured toolkit, /usr/local/cuda/bin, `extra_dirs`, else PATH."""
+    dirs = [config.cuda_bin_dir, "/usr/local/cuda/bin", *extra_dirs]
+    found = next((os.path.join(d, name) for d in dirs
+                  if d and os.access(os.path.join(d, name), os.X_OK)),
+                 None) or shutil.which(name)
+    if found:
+        config.available_features.add(name)
+        config.substitutions.append(("%" + name, found))
+
+
+def wheel_bin_dir():
+    """bin/ of NVIDIA's CUDA 13 pip wheels for config.python_executable."""
+    import subprocess
+    try:
+        purelib = subprocess.check_output(
+            [config.python_executable, "-c",
+             "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            text=True).strip()
+    except Exception:
+        return None
+    return os.path.join(purelib, "nvidia", "cu13", "bin")
+
+
+# ptxas validates emitted PTX (`REQUIRES: ptxas`); cuobjdump shows the SASS
+# of assembled kernels (`REQUIRES: cuobjdump`), from the toolkit or the
+# nvidia-cuda-cuobjdump wheel that scripts/setup.sh installs (the toolkit
+# here ships only nvcc and ptxas).
+add_cuda_tool("ptxas")
+add_cuda_tool("cuobjdump", [d for d in [wheel_bin_dir()] if d])
 
 # numpy: the CPU execution harness computes its float64 reference with it.
 try:

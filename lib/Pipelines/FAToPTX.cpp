@@ -61,6 +61,14 @@ static constexpr llvm::StringLiteral kChips[] = {
     "sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
     "sm_87", "sm_89", "sm_90", "sm_90a"};
 
+/// True for the chips with mma.sync m16n8k16 on f16/bf16 (sm_80 on).
+static bool isTensorCoreChip(StringRef chip) {
+  unsigned version = 0;
+  return chip.consume_front("sm_") &&
+         !chip.take_while(llvm::isDigit).getAsInteger(10, version) &&
+         version >= 80;
+}
+
 /// An error message for an option of fa-to-ptx it cannot take, or "".
 static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
   std::string chip = options.chip;
@@ -89,6 +97,9 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.blockM = options.blockM;
   kernel.blockN = options.blockN;
   kernel.deterministic = options.deterministic;
+  kernel.numWarps = options.numWarps;
+  // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
+  kernel.tensorCores = isTensorCoreChip(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -104,6 +115,8 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createStripDebugInfoPass());
+  device.addPass(fa::createFAConvertBF16MmaSyncToNVVM());
+  device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(LLVM::createNVVMOptimizeForTargetPass());
   device.addPass(createCanonicalizerPass());

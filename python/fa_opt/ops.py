@@ -60,12 +60,26 @@ def _as_memref(name: str, t: torch.Tensor):
     not flatten (fa_opt.layout)."""
     global copy_count
     view = _view(name, t)
-    if view is None:
+    if view is None or (name in _INPUTS and not _rows_aligned(t, view)):
         copy_count += 1
         t = t.contiguous()
         view = _view(name, t)
     sizes, strides = view
     return t, (t.data_ptr(), sizes, strides, t.element_size())
+
+
+# Inputs the tensor-core kernels read with 16-byte copies (cp.async): each
+# row must start at a 16-byte aligned address. A view that breaks that
+# (an odd storage offset, a row stride that is not a multiple of 16 bytes)
+# is copied; outputs are allocated here and always aligned.
+_INPUTS = frozenset(("q", "k", "v", "do", "dout"))
+
+
+def _rows_aligned(t: torch.Tensor, view) -> bool:
+    _, strides = view
+    esize = t.element_size()
+    return (t.data_ptr() % 16 == 0
+            and all((s * esize) % 16 == 0 for s in strides[:-1]))
 
 
 def _new_like(q: torch.Tensor, last: int, dtype: torch.dtype) -> torch.Tensor:

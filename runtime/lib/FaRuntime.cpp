@@ -315,6 +315,17 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
       return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
                                  std::string("faRtKernelLaunch: ") +
                                      operand.name + " is a null pointer");
+  // The tensor-core kernels copy q/k/v/o rows with 16-byte cp.async: every
+  // row (contiguous [batch, T, D]) must start at a multiple of row_align.
+  if (m.rowAlign > 0)
+    for (const Operand &operand : {operands[0], operands[1], operands[2],
+                                   operands[3]})
+      if (operand.ptr % static_cast<uint64_t>(m.rowAlign) != 0)
+        return fa::rt::reportError(
+            FA_RT_ERROR_INVALID_ARGUMENT,
+            std::string("faRtKernelLaunch: ") + operand.name +
+                " must be " + std::to_string(m.rowAlign) +
+                "-byte aligned for kernel '" + m.kernel + "' (row_align)");
 
   std::array<uint32_t, 3> grid;
   if (faRtStatus status = fa::rt::computeGrid(m, shape, grid))

@@ -37,6 +37,7 @@ const KeyRule kKeyRules[] = {
     {"head_dim", true, 1},      {"head_dim_v", true, 1}, {"has_lse", true, 1},
     {"block_m", true, 1},       {"block_n", false, 1},   {"threads", true, 1},
     {"shared_bytes", false, 1}, {"params", false, -1},   {"grid", false, 3},
+    {"row_align", false, 1},
 };
 
 const char *const kGridNames[] = {"batch",    "seqlen_q",  "seqlen_k",
@@ -291,6 +292,9 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
             return invalid(value, "a non-negative integer");
         } else if (key == "shared_bytes") {
           if (!count(false, manifest.sharedBytes))
+            return invalid(value, "a non-negative integer");
+        } else if (key == "row_align") {
+          if (!count(false, manifest.rowAlign))
             return invalid(value, "a non-negative integer");
         } else if (key == "has_lse") {
           if (value != "0" && value != "1")

@@ -175,6 +175,20 @@ static void testManifestDefaultsAndForwardCompat() {
   EXPECT_EQ(m.grid[0], "ceil_div(seqlen_q,block_m)");
   EXPECT_EQ(m.sharedBytes, 0);
   EXPECT_EQ(m.blockN, 0);
+  EXPECT_EQ(m.rowAlign, 0);
+}
+
+static void testManifestRowAlign() {
+  // The tensor-core kernels' row alignment.
+  Manifest m;
+  EXPECT_EQ(fa::rt::parseManifest(std::string(kGoodManifest) +
+                                      "row_align 16\n",
+                                  "dir/x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.rowAlign, 16);
+  EXPECT_ERROR(std::string(kGoodManifest) + "row_align sixteen\n",
+               "invalid value 'sixteen' for 'row_align': expected a "
+               "non-negative integer");
 }
 
 static void testManifestMalformed() {
@@ -826,6 +840,7 @@ int main() {
   } tests[] = {
       {"manifest-good", testManifestGood},
       {"manifest-defaults", testManifestDefaultsAndForwardCompat},
+      {"manifest-row-align", testManifestRowAlign},
       {"manifest-malformed", testManifestMalformed},
       {"manifest-file", testManifestFile},
       {"launch-shape", testLaunchShape},

@@ -11,6 +11,9 @@
 // RUN: FileCheck %s --check-prefix=SM80 < %t/sm80/main_attention_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX80 --implicit-check-not=.extern < %t/sm80/main_attention_0.ptx
 // RUN: not fa-opt %s --fa-to-ptx="output-dir=/dev/null/fa" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODIR
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_75 output-dir=%t/sm75" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SM75 < %t/sm75/main_attention_0.manifest
+// RUN: FileCheck %s --check-prefix=PTX75 < %t/sm75/main_attention_0.ptx
 
 // Without output-dir the pipeline only prints the module of gpu.binary ops.
 // IR-LABEL: module attributes
@@ -37,10 +40,11 @@
 // MANIFEST-NEXT:head_dim 64
 // MANIFEST-NEXT:head_dim_v 64
 // MANIFEST-NEXT:has_lse 1
-// MANIFEST-NEXT:block_m 64
+// MANIFEST-NEXT:block_m 128
 // MANIFEST-NEXT:block_n 64
-// MANIFEST-NEXT:threads 64
-// MANIFEST-NEXT:shared_bytes 0
+// MANIFEST-NEXT:threads 128
+// MANIFEST-NEXT:shared_bytes 18432
+// MANIFEST-NEXT:row_align 16
 // MANIFEST-NEXT:params q k v o lse
 // MANIFEST-NEXT:grid ceil_div(seqlen_q,block_m) batch 1
 //  MANIFEST-NOT:{{.}}
@@ -49,8 +53,8 @@
 // (--implicit-check-not on the RUN lines).
 // PTX90: .target sm_90a
 // PTX90: .visible .entry main_attention_0(
-// PTX90: .maxntid 64, 1, 1
-// PTX90: .shared
+// PTX90: .maxntid 128, 1, 1
+// PTX90: .shared .align 16 .b8 __dynamic_shmem
 // PTX90: bar.sync
 
 // SECOND: kernel other_attention_0
@@ -73,8 +77,26 @@
 // SM80: block_n 32
 // SM80: threads 128
 
+// sm_80 and later: the tensor-core kernel (cp.async tiles, ldmatrix,
+// bf16 mma.sync with f32 accumulation, ex2 on the SFU).
 // PTX80: .target sm_80
 // PTX80: .maxntid 128, 1, 1
+// PTX80-DAG: cp.async.cg.shared.global
+// PTX80-DAG: cp.async.wait_group 0;
+// PTX80-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX80-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX80-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX80-DAG: ex2.approx.ftz.f32
+// PTX80-DAG: shfl.sync.bfly.b32
+
+// Before sm_80 (no m16n8k16 mma.sync on bf16): the scalar kernel, one
+// thread per query row.
+// SM75: chip sm_75
+// SM75: block_m 64
+// SM75: threads 64
+// SM75: shared_bytes 0
+// PTX75: .target sm_75
+// PTX75-NOT: mma.sync
 
 // NODIR: error: fa-export-kernels: cannot create directory '/dev/null/fa'
 

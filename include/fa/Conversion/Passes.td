@@ -56,8 +56,39 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     `fa.attention`, constants and its return (the host side of the launch
     is the runtime's job), otherwise the pass fails naming it.
 
+    With `tensor-cores` (fa-to-ptx sets it for sm_80 and later), an
+    `fa.attention` with f16 or bf16 q/k/v and head dims that are multiples
+    of 16 up to 256 gets the tensor-core kernel instead
+    (lib/Conversion/FAToGPU/TensorCoreForward.cpp; FlashAttention-2,
+    Algorithm 1 and Section 3.3): `num-warps` warps per block, each owning
+    `block-m / num-warps` query rows (one to four m16 tiles); Q fragments
+    in registers for the whole key loop; `S = Q K^T` and `O += P V` as
+    `nvgpu.mma.sync` m16n8k16 with f32 accumulation fed by `nvgpu.ldmatrix`
+    (transposed for V) from K/V tiles of `block-n x (D + 8)` elements (the
+    16-byte row pad keeps ldmatrix free of bank conflicts); the online
+    softmax on the accumulator fragments (row max and sum over the four
+    lanes of a row with `gpu.shuffle xor`, `exp2` with scale * log2(e)
+    folded into one fma); P converted to q's type in registers and used as
+    the A operand of `P V` directly. K and V tiles arrive by
+    `nvgpu.device_async_copy` (cp.async, 16 bytes, zero fill past Tk): V_j
+    is in flight during `Q K_j^T` and the softmax, K_{j+1} during
+    `P V_j`. Under causal, key blocks past the diagonal are skipped and only
+    blocks that straddle the diagonal or the end of K are masked. Defaults:
+    4 warps of 32 query rows (block-m 128) and block-n 64 for head dims up
+    to 64, block-n 32 up to 128; 4 warps of 16 rows (block-m 64) and
+    block-n 32 above. Q stays in registers when its fragments take at most
+    32 registers (rows per warp x D <= 512), else it is a third tile in
+    workgroup memory read by ldmatrix at each use. The tiles live in
+    dynamic workgroup memory (the manifest's `shared_bytes`). Its q/k/v/o arguments have unit innermost stride, and rows
+    must start at 16-byte aligned addresses (the manifest says
+    `row_align 16`). Other element types and head dims keep the scalar
+    kernel.
+
     Preconditions and limits (each reported as an error on the op): no
-    `mask` operand; static head dims D and Dv; `block-m` in [1, 1024].
+    `mask` operand; static head dims D and Dv; `block-m` in [1, 1024] (0:
+    default); for the tensor-core kernel, `block-m` a multiple of
+    `16 * num-warps` of at most `64 * num-warps`, `block-n` a multiple of
+    16, and the K/V tiles within 48 KiB.
 
     Every `fa.attention_backward` becomes one `gpu.module
     @<func>_attention_backward_<n>` holding three kernels, launched in this
@@ -87,11 +118,23 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     allocated.
   }];
   let options = [
-    Option<"blockM", "block-m", "int64_t", /*default=*/"64",
-           "Query rows per GPU block (block_m), also the threads per block; "
-           "in [1, 1024]">,
-    Option<"blockN", "block-n", "int64_t", /*default=*/"64",
-           "Key/value rows per shared-memory tile (block_n), > 0">,
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
+           "Query rows per GPU block (block_m), in [1, 1024]; for the scalar "
+           "kernels also the threads per block; 0: the default (64, or "
+           "128 or 64 for the tensor-core kernel)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
+           "Key/value rows per shared-memory tile (block_n); 0: the default "
+           "(64; for the tensor-core kernel 64 for head dims up to 64, else "
+           "32)">,
+    Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
+           "fa.attention with f16/bf16 operands and head dims that are "
+           "multiples of 16 up to 256: the mma.sync m16n8k16 tensor-core "
+           "kernel (sm_80 and later) instead of the scalar one">,
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"0",
+           "Tensor-core kernel: warps per block, in [1, 16]; each owns "
+           "block-m / num-warps query rows (16 to 64); 0: 4, or with only "
+           "block-m given, block-m / 32 (head dims up to 128) or "
+           "block-m / 16 when that divides, else the fewest that do">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "
@@ -100,9 +143,37 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def FAConvertBF16MmaSyncToNVVM
+    : Pass<"fa-convert-bf16-mma-sync-to-nvvm"> {
+  let summary = "Lower bf16 nvgpu.mma.sync m16n8k16 to nvvm.mma.sync";
+  let description = [{
+    Upstream `convert-nvgpu-to-nvvm` (MLIR 22) lowers `nvgpu.mma.sync` for
+    f16, tf32, i8, i4 and f64 operands, but rejects bf16 ones ("failed to
+    deduce operand PTX types"), although PTX has
+    `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32` (PTX ISA, "Warp
+    Level Matrix Multiply-Accumulate Instructions", sm_80 and later).
+    This pass rewrites every `nvgpu.mma.sync` with `mmaShape = [16, 8, 16]`,
+    A `vector<4x2xbf16>`, B `vector<2x2xbf16>` and C `vector<2x2xf32>` into
+    `nvvm.mma.sync` (row-major A, column-major B, bf16 multiplicands) whose
+    operands are the bf16 pairs bitcast to i32, and rebuilds the
+    `vector<2x2xf32>` result from the returned struct. Run it before
+    `convert-nvgpu-to-nvvm`; any other `nvgpu.mma.sync` is left for that
+    pass.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 

@@ -51,14 +51,21 @@ struct FAToPTXPipelineOptions
       llvm::cl::init("+ptx80")};
   PassOptions::Option<int64_t> blockM{
       *this, "block-m",
-      llvm::cl::desc("Query rows per GPU block, also the threads per block "
-                     "(convert-fa-to-gpu)"),
-      llvm::cl::init(64)};
+      llvm::cl::desc("Query rows per GPU block (convert-fa-to-gpu); 0: the "
+                     "default of the kernel and head dim"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> blockN{
       *this, "block-n",
       llvm::cl::desc("Key/value rows per shared-memory tile "
-                     "(convert-fa-to-gpu)"),
-      llvm::cl::init(64)};
+                     "(convert-fa-to-gpu); 0: the default of the kernel and "
+                     "head dim"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> numWarps{
+      *this, "num-warps",
+      llvm::cl::desc("Tensor-core kernel (sm_80 and later, f16/bf16): warps "
+                     "per block, each owning block-m / num-warps query "
+                     "rows; 0: 4"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
       llvm::cl::desc("fa.attention_backward: dq from its own kernel over "

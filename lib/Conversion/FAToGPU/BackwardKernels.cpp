@@ -99,7 +99,14 @@ static std::string dimString(int64_t d) {
 }
 
 static FailureOr<BackwardShape>
-getBackwardShape(AttentionBackwardOp op, const AttentionKernelOptions &options) {
+getBackwardShape(AttentionBackwardOp op,
+                 const AttentionKernelOptions &givenOptions) {
+  // 0 selects the default block size, 64.
+  AttentionKernelOptions options = givenOptions;
+  if (options.blockM == 0)
+    options.blockM = 64;
+  if (options.blockN == 0)
+    options.blockN = 64;
   if (options.blockM < 1 || options.blockM > 1024)
     return op.emitOpError("expected block-m in [1, 1024] (the threads per "
                           "block of the dq kernel), got ")

@@ -37,7 +37,7 @@ static constexpr llvm::StringLiteral kKeyOrder[] = {
     "dtype",       "o_dtype",  "causal",   "scale",    "batch",
     "batch_shape", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v",
     "has_lse",     "block_m",  "block_n",  "threads",  "shared_bytes",
-    "params",      "grid"};
+    "row_align",   "params",   "grid"};
 
 /// Prints the value of a manifest entry: strings as is, integers in decimal,
 /// floats with enough digits to read back the same f32, arrays as

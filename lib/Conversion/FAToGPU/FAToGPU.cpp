@@ -29,12 +29,17 @@
 #include "fa/Dialect/FA/IR/FA.h"
 
 #include "KernelUtils.h"
+#include "TensorCoreKernels.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -69,9 +74,84 @@ struct KernelShape {
   CausalKind causal;
   float scale;
   int64_t blockM, blockN;
+  /// The mma.sync kernel of TensorCoreForward.cpp (else the scalar one);
+  /// then blockM = numWarps * 16 * mTilesPerWarp.
+  bool tensorCore = false;
+  int64_t numWarps = 0, mTilesPerWarp = 0;
+  /// Threads per block.
+  int64_t threads() const { return tensorCore ? 32 * numWarps : blockM; }
 };
 
 } // namespace
+
+/// The tensor-core kernel's shape: Q stays in registers when its fragments
+/// take at most 32 registers per thread (m16 tiles per warp x D <= 128),
+/// else it is read from workgroup memory at each use.
+static gpukernel::TensorCoreForwardShape
+getTensorCoreForwardShape(const KernelShape &ks) {
+  return gpukernel::TensorCoreForwardShape{
+      ks.elt,      ks.oElt,   ks.d,     ks.dv,
+      ks.hasLse,   ks.causal, ks.scale, ks.numWarps,
+      ks.mTilesPerWarp, ks.blockN,
+      /*qInShared=*/ks.mTilesPerWarp * ks.d > 128};
+}
+
+/// Completes `ks` for the tensor-core kernel: the block shape from the
+/// options, else the default of the head dim; fails with an op error on a
+/// block shape the kernel cannot take.
+static FailureOr<KernelShape>
+getTensorCoreShape(AttentionOp op, const AttentionKernelOptions &options,
+                   KernelShape ks) {
+  int64_t maxD = std::max(ks.d, ks.dv);
+  // Defaults per head dim: 16 query rows per warp; more keys per tile for
+  // small head dims (the S fragments cost registers per key, the O
+  // fragments per head-dim column).
+  int64_t warps = 4, blockN = maxD <= 64 ? 64 : 32;
+  if (options.numWarps)
+    warps = options.numWarps;
+  // Two m16 tiles per warp halve the K/V fragment loads per mma; one for
+  // head dims over 128 (the O fragments alone take 128 registers at 256).
+  int64_t rowsPerWarp = maxD <= 128 ? 32 : 16;
+  int64_t blockM = options.blockM ? options.blockM : rowsPerWarp * warps;
+  // A block-m without num-warps: the default rows per warp when they
+  // divide it, else the fewest warps (of one to four m16 tiles each) that
+  // do.
+  if (options.blockM && !options.numWarps && blockM % 16 == 0) {
+    int64_t tiles = blockM / 16;
+    warps = 0;
+    if (blockM % rowsPerWarp == 0 && blockM / rowsPerWarp <= 16)
+      warps = blockM / rowsPerWarp;
+    for (int64_t w = (tiles + 3) / 4; !warps && w <= 16; ++w)
+      if (tiles % w == 0)
+        warps = w;
+    if (!warps)
+      warps = 4; // reported below
+  }
+  if (options.blockN)
+    blockN = options.blockN;
+  if (blockM % (16 * warps) != 0 || blockM / (16 * warps) > 4)
+    return op.emitOpError("the tensor-core kernel expects block-m to be 16, "
+                          "32, 48 or 64 query rows per warp (num-warps = ")
+           << warps << "), got block-m = " << blockM;
+  if (blockN % 16 != 0)
+    return op.emitOpError("the tensor-core kernel expects block-n to be a "
+                          "multiple of 16, got ")
+           << blockN;
+  ks.tensorCore = true;
+  ks.numWarps = warps;
+  ks.mTilesPerWarp = blockM / (16 * warps);
+  ks.blockM = blockM;
+  ks.blockN = blockN;
+  int64_t sharedBytes = gpukernel::tensorCoreSharedLayout(
+                            getTensorCoreForwardShape(ks))
+                            .bytes;
+  if (sharedBytes > gpukernel::kMaxTensorCoreSharedBytes)
+    return op.emitOpError("the tensor-core kernel's tiles (block-m = ")
+           << blockM << ", block-n = " << blockN << ") take " << sharedBytes
+           << " bytes of workgroup memory, over the "
+           << gpukernel::kMaxTensorCoreSharedBytes << " bytes of sm_80";
+  return ks;
+}
 
 /// Collects the facts of `op`; fails with an op error on what the GPU
 /// lowering does not support.
@@ -79,13 +159,18 @@ static FailureOr<KernelShape>
 getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
   if (op.getMask())
     return op.emitOpError("fa-to-ptx does not support the mask operand yet");
-  if (options.blockM < 1 || options.blockM > 1024)
-    return op.emitOpError("expected block-m in [1, 1024] (it is the number "
-                          "of threads per block), got ")
+  if (options.blockM < 0 || options.blockM > 1024)
+    return op.emitOpError("expected block-m in [1, 1024], or 0 for the "
+                          "default of the head dim, got ")
            << options.blockM;
-  if (options.blockN < 1)
-    return op.emitOpError("expected a positive block-n, got ")
+  if (options.blockN < 0)
+    return op.emitOpError("expected a positive block-n, or 0 for the default "
+                          "of the head dim, got ")
            << options.blockN;
+  if (options.numWarps < 0 || options.numWarps > 16)
+    return op.emitOpError("expected num-warps in [1, 16], or 0 for the "
+                          "default of the head dim, got ")
+           << options.numWarps;
 
   KernelShape ks;
   auto qTy = op.getQ().getType(), kTy = op.getK().getType(),
@@ -123,6 +208,12 @@ getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
   // D is static, so the scale is known (the attribute or 1/sqrt(D)).
   ks.scale = static_cast<float>(*op.getStaticScale());
 
+  // The tensor-core kernel takes f16/bf16 operands and head dims that are
+  // multiples of 16 up to 256; anything else keeps the scalar kernel.
+  if (options.tensorCores && (ks.elt.isF16() || ks.elt.isBF16()) &&
+      ks.d % 16 == 0 && ks.dv % 16 == 0 && ks.d <= 256 && ks.dv <= 256)
+    return getTensorCoreShape(op, options, ks);
+
   // K and V tiles of blockN rows each, in q's element type.
   int64_t rowBytes = (ks.d + ks.dv) * (ks.elt.getIntOrFloatBitWidth() / 8);
   int64_t maxBlockN = kMaxStaticSharedBytes / rowBytes;
@@ -131,8 +222,8 @@ getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
            << rowBytes << " bytes) to fit in " << kMaxStaticSharedBytes
            << " bytes of shared memory, got D = " << ks.d
            << " and Dv = " << ks.dv;
-  ks.blockM = options.blockM;
-  ks.blockN = std::min(options.blockN, maxBlockN);
+  ks.blockM = options.blockM ? options.blockM : 64;
+  ks.blockN = std::min(options.blockN ? options.blockN : 64, maxBlockN);
   return ks;
 }
 
@@ -168,13 +259,23 @@ static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
       b.getNamedAttr("has_lse", b.getI64IntegerAttr(ks.hasLse ? 1 : 0)),
       b.getNamedAttr("block_m", b.getI64IntegerAttr(ks.blockM)),
       b.getNamedAttr("block_n", b.getI64IntegerAttr(ks.blockN)),
-      b.getNamedAttr("threads", b.getI64IntegerAttr(ks.blockM)),
-      // Only static shared memory (the K/V tiles).
-      b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(ks.threads())),
+      // The scalar kernel has only static shared memory (the K/V tiles);
+      // the tensor-core kernel's tiles are dynamic.
+      b.getNamedAttr(
+          "shared_bytes",
+          b.getI64IntegerAttr(ks.tensorCore
+                                  ? gpukernel::tensorCoreSharedLayout(
+                                        getTensorCoreForwardShape(ks))
+                                        .bytes
+                                  : 0)),
       b.getNamedAttr("params", b.getArrayAttr(params)),
       b.getNamedAttr("grid", b.getStrArrayAttr(
                                  {"ceil_div(seqlen_q,block_m)", "batch", "1"})),
   };
+  // The tensor-core kernel copies rows with 16-byte cp.async.
+  if (ks.tensorCore)
+    entries.push_back(b.getNamedAttr("row_align", b.getI64IntegerAttr(16)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -441,25 +542,38 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
     return MemRefType::get(
         shape, elt, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides));
   };
-  SmallVector<Type> argTypes = {globalType({ks.batch, ks.tq, ks.d}, ks.elt),
-                                globalType({ks.batch, ks.tk, ks.d}, ks.elt),
-                                globalType({ks.batch, ks.tk, ks.dv}, ks.elt),
-                                globalType({ks.batch, ks.tq, ks.dv}, ks.oElt)};
+  // The tensor-core kernel reads rows with vector loads and 16-byte
+  // cp.async: its q/k/v/o rows are contiguous (innermost stride 1).
+  auto rowType = [&](ArrayRef<int64_t> shape, Type elt) {
+    if (!ks.tensorCore)
+      return globalType(shape, elt);
+    return MemRefType::get(
+        shape, elt,
+        StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                               {ShapedType::kDynamic, ShapedType::kDynamic, 1}));
+  };
+  SmallVector<Type> argTypes = {rowType({ks.batch, ks.tq, ks.d}, ks.elt),
+                                rowType({ks.batch, ks.tk, ks.d}, ks.elt),
+                                rowType({ks.batch, ks.tk, ks.dv}, ks.elt),
+                                rowType({ks.batch, ks.tq, ks.dv}, ks.oElt)};
   if (ks.hasLse)
     argTypes.push_back(globalType({ks.batch, ks.tq}, f32));
 
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto priv = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
-  SmallVector<Type> workgroupTypes = {
-      MemRefType::get({ks.blockN, ks.d}, ks.elt, MemRefLayoutAttrInterface(),
-                      workgroup),
-      MemRefType::get({ks.blockN, ks.dv}, ks.elt, MemRefLayoutAttrInterface(),
-                      workgroup)};
-  SmallVector<Type> privateTypes = {
-      MemRefType::get({ks.d}, f32, MemRefLayoutAttrInterface(), priv),
-      MemRefType::get({ks.dv}, f32, MemRefLayoutAttrInterface(), priv),
-      MemRefType::get({ks.blockN}, f32, MemRefLayoutAttrInterface(), priv)};
+  // The tensor-core kernel's tiles are in dynamic workgroup memory.
+  SmallVector<Type> workgroupTypes, privateTypes;
+  if (!ks.tensorCore) {
+    workgroupTypes = {MemRefType::get({ks.blockN, ks.d}, ks.elt,
+                                      MemRefLayoutAttrInterface(), workgroup),
+                      MemRefType::get({ks.blockN, ks.dv}, ks.elt,
+                                      MemRefLayoutAttrInterface(), workgroup)};
+    privateTypes = {
+        MemRefType::get({ks.d}, f32, MemRefLayoutAttrInterface(), priv),
+        MemRefType::get({ks.dv}, f32, MemRefLayoutAttrInterface(), priv),
+        MemRefType::get({ks.blockN}, f32, MemRefLayoutAttrInterface(), priv)};
+  }
 
   OpBuilder::InsertionGuard guard(builder);
   auto gpuModule = gpu::GPUModuleOp::create(builder, loc, kernelName);
@@ -469,9 +583,14 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
                                      workgroupTypes, privateTypes);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      builder.getDenseI32ArrayAttr({static_cast<int32_t>(ks.blockM), 1, 1}));
-  buildKernelBody(builder, loc, func, ks);
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(ks.threads()), 1, 1}));
+  if (ks.tensorCore) {
+    gpukernel::buildTensorCoreForwardBody(builder, loc, func,
+                                          getTensorCoreForwardShape(ks));
+  } else {
+    buildKernelBody(builder, loc, func, ks);
+  }
 
   manifest = buildManifest(builder, ks, kernelName);
   return gpuModule;
@@ -507,6 +626,8 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.blockM = blockM;
     options.blockN = blockN;
     options.deterministic = deterministic;
+    options.tensorCores = tensorCores;
+    options.numWarps = numWarps;
 
     // The fa.attention and fa.attention_backward ops of each host function,
     // in order.

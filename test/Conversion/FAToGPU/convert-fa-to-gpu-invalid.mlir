@@ -1,7 +1,7 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu -verify-diagnostics
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-m=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKM
 
-// BLOCKM: error: 'fa.attention' op expected block-m in [1, 1024] (it is the number of threads per block), got 2048
+// BLOCKM: error: 'fa.attention' op expected block-m in [1, 1024], or 0 for the default of the head dim, got 2048
 
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-n=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKN
 // BLOCKN: error: 'fa.attention_backward' op expected block-n in [1, 1024] (the threads per block of the dk/dv kernel), got 2048

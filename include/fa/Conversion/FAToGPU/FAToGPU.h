@@ -26,6 +26,7 @@ class AttentionBackwardOp;
 
 #define GEN_PASS_DECL_CONVERTFATOGPU
 #define GEN_PASS_DECL_FAEXPORTKERNELS
+#define GEN_PASS_DECL_FACONVERTBF16MMASYNCTONVVM
 #include "fa/Conversion/Passes.h.inc"
 
 /// The top-level module attribute that maps each kernel name to its manifest
@@ -34,11 +35,21 @@ inline constexpr llvm::StringLiteral kManifestsAttrName = "fa.manifests";
 
 /// Block sizes of the GPU kernel.
 struct AttentionKernelOptions {
-  /// Query rows per GPU block, also the threads per block; in [1, 1024].
-  int64_t blockM = 64;
-  /// Key/value rows per shared-memory tile, > 0. Lowered, when needed, so that
-  /// the tiles fit in 48 KiB of static shared memory.
-  int64_t blockN = 64;
+  /// Query rows per GPU block, in [1, 1024]; 0: the default (64 for the
+  /// scalar kernel, where it is also the threads per block; 128 for the
+  /// tensor-core kernel up to head dim 128, else 64).
+  int64_t blockM = 0;
+  /// Key/value rows per shared-memory tile; 0: the default (64 for the
+  /// scalar kernel, lowered when needed so that the tiles fit in 48 KiB of
+  /// static shared memory; for the tensor-core kernel 64 up to head dim 64,
+  /// else 32).
+  int64_t blockN = 0;
+  /// Forward: use the mma.sync tensor-core kernel (sm_80 and later) for
+  /// f16/bf16 operands with head dims that are multiples of 16 up to 256.
+  bool tensorCores = false;
+  /// Tensor-core kernel: warps per block, in [1, 16]; 0: 4, or derived from
+  /// blockM when only that is given.
+  int64_t numWarps = 0;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.

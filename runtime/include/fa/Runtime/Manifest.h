@@ -50,6 +50,10 @@ struct Manifest {
   int64_t blockN = 0; ///< 0 when the manifest has none.
   int64_t threads = 0;
   int64_t sharedBytes = 0;
+  /// Bytes each q/k/v/o row start must be a multiple of (`row_align`, 0 or
+  /// absent: element alignment only). The tensor-core kernels copy rows
+  /// with 16-byte cp.async.
+  int64_t rowAlign = 0;
   std::vector<std::string> params; ///< q k v o [lse]
   std::array<std::string, 3> grid; ///< x, y, z expressions
   std::string ptxPath() const;     ///< ptx resolved against dir

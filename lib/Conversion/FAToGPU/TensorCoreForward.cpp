@@ -1,0 +1,658 @@
+//===- TensorCoreForward.cpp - fa.attention on mma.sync tensor cores -----===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The tensor-core forward kernel of convert-fa-to-gpu (`tensor-cores=true`,
+// chosen by fa-to-ptx for sm_80 and later): FlashAttention-2's forward pass
+// (Dao 2023, "FlashAttention-2", Algorithm 1 and Section 3.1-3.3) on the
+// warp-level `mma.sync.m16n8k16` instructions of sm_80, f16 or bf16 operands
+// with f32 accumulation.
+//
+// Block = `num_warps` warps; warp w owns `rows_per_warp` = 16 * R query rows
+// (R m16 tiles); block_m = num_warps * 16 * R. Grid = (ceil(Tq / block_m),
+// batch). Per lane (g = lane / 4, t = lane % 4) and m16 tile, the mma
+// fragments hold rows g and g + 8 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16").
+//
+//   Q fragments (A operands) -> registers, once, straight from global memory
+//   O accumulators (f32 C fragments), m, l = 0, -inf, 0 in registers
+//   cp.async K tile 0 -> kTile
+//   for each key block j (causal: blocks past the diagonal never visited):
+//     wait for all copies; barrier      K_j landed; V tile free
+//     cp.async V_j -> vTile             overlaps S and the softmax below
+//     S = Q K_j^T   (ldmatrix K rows, mma.sync)
+//     mask S only on blocks that straddle the diagonal or the end of K
+//     online softmax on the fragments: row max over the lane's elements,
+//     then over the 4 lanes of a row (shuffle xor 1, 2); exp2 with
+//     scale * log2(e) folded into one fma; alpha = exp2(m_old - m_new)
+//     rescales O and the lane's partial row sum
+//     P = bf16/f16(S) rearranged in registers into A fragments (no shared
+//     memory round trip: the C layout of two n8 tiles is the A layout)
+//     wait for all copies; barrier      V_j landed; every warp is done with K
+//     cp.async K_{j+1} -> kTile         overlaps the P V product below
+//     O += P V_j    (ldmatrix.trans V rows, mma.sync)
+//   l = sum over the 4 lanes of a row; o = O / l; lse = m ln 2 + ln l
+//
+// K/V tiles are [block_n, D + 8]: the 16-byte pad shifts consecutive rows by
+// four banks, so the eight 16-byte rows an ldmatrix phase reads hit distinct
+// banks. Rows past Tk are zero-filled by cp.async (src-size 0) and their
+// scores masked to -inf.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TensorCoreKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::gpukernel;
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/// Builders for the fragment-level code of one kernel.
+struct FragmentBuilder : KernelBuilder {
+  Type elt;
+  FragmentBuilder(OpBuilder &b, Location loc, Type elt)
+      : KernelBuilder(b, loc), elt(elt) {}
+
+  VectorType vec(ArrayRef<int64_t> shape, Type t) {
+    return VectorType::get(shape, t);
+  }
+  Value extract(Value v, ArrayRef<int64_t> pos) {
+    return vector::ExtractOp::create(b, loc, v, pos);
+  }
+  Value insert(Value x, Value v, ArrayRef<int64_t> pos) {
+    return vector::InsertOp::create(b, loc, x, v, pos);
+  }
+  Value zeroAcc() {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vec({2, 2}, f32), 0.0f));
+  }
+  /// A vector<Nx2xelt> from N vector<2xelt> rows.
+  Value stack(ArrayRef<Value> rows) {
+    Value r = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(vec({(int64_t)rows.size(), 2}, elt),
+                               b.getFloatAttr(elt, 0.0)));
+    for (auto [i, row] : llvm::enumerate(rows))
+      r = insert(row, r, {(int64_t)i});
+    return r;
+  }
+  Value mma(Value a, Value bFrag, Value c) {
+    return nvgpu::MmaSyncOp::create(b, loc, a, bFrag, c,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  }
+  Value ldmatrix(Value tile, Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(b, loc, vec({4, 2}, elt), tile,
+                                     ValueRange{row, col}, transpose, 4);
+  }
+  Value maxF(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  /// 2^x on the special-function unit, denormal results flushed to zero
+  /// (`ex2.approx.ftz.f32`, max relative error 2^-22 per the PTX ISA):
+  /// one instruction, where math.exp2 on f32 becomes a range check, a
+  /// rescaling and ex2 to honour denormals that softmax does not need.
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  /// `x` reduced over the four lanes that share a fragment row.
+  Value rowReduce(Value x, bool isMax) {
+    for (int32_t offset : {1, 2}) {
+      Value other =
+          gpu::ShuffleOp::create(b, loc, x, offset, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      x = isMax ? maxF(x, other) : addF(x, other);
+    }
+    return x;
+  }
+};
+
+} // namespace
+
+/// How the threads of a block split a [blockN, width] tile into 16-byte
+/// chunks: thread `tid` copies chunk tid + r * threads in round r. When
+/// `threads` is a multiple of the chunks per row, a thread's column and
+/// first row are fixed (computed once, before the key loop) and round r
+/// adds r * rowsPerRound rows.
+struct TileCopyPlan {
+  int64_t blockN, width, threads;
+  Value row0, col; // per thread, when threads % (width / 8) == 0
+};
+
+static TileCopyPlan planTileCopy(FragmentBuilder &fb, Value tid,
+                                 int64_t blockN, int64_t width,
+                                 int64_t threads) {
+  TileCopyPlan plan{blockN, width, threads, Value(), Value()};
+  int64_t chunksPerRow = width / 8;
+  if (threads % chunksPerRow == 0) {
+    Value cpr = fb.cstIndex(chunksPerRow);
+    plan.row0 = arith::DivUIOp::create(fb.b, fb.loc, tid, cpr);
+    plan.col = fb.mul(arith::RemUIOp::create(fb.b, fb.loc, tid, cpr),
+                      fb.cstIndex(8));
+  }
+  return plan;
+}
+
+/// Copies key rows [j0, j0 + blockN) of `src[batch]` into `tile` with
+/// 16-byte cp.async copies (`nvgpu.device_async_copy`) and commits them as
+/// one group. A tile that ends at or before `tk` (all but the last) copies
+/// without bounds arithmetic; the last one clamps the source row and
+/// zero-fills rows at or past `tk` (src-size 0).
+static void buildAsyncTileCopy(FragmentBuilder &fb, const TileCopyPlan &plan,
+                               Value src, Value tile, Value batch, Value j0,
+                               Value tk, Value tid) {
+  const int64_t blockN = plan.blockN, threads = plan.threads;
+  const int64_t chunksPerRow = plan.width / 8;
+  const int64_t chunks = blockN * chunksPerRow;
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(fb.b.getContext());
+
+  auto emitAll = [&](FragmentBuilder &x, bool bounded) {
+    SmallVector<Value> tokens;
+    Value c0 = x.cstIndex(0), c8 = x.cstIndex(8);
+    Value lastKey = bounded ? x.sub(tk, x.cstIndex(1)) : Value();
+    for (int64_t it = 0; it * threads < chunks; ++it) {
+      auto emit = [&](FragmentBuilder &y) {
+        Value row, col;
+        if (plan.row0) {
+          row = y.add(plan.row0, y.cstIndex(it * (threads / chunksPerRow)));
+          col = plan.col;
+        } else {
+          Value chunk = y.add(tid, y.cstIndex(it * threads));
+          Value cpr = y.cstIndex(chunksPerRow);
+          row = arith::DivUIOp::create(y.b, y.loc, chunk, cpr);
+          col = y.mul(arith::RemUIOp::create(y.b, y.loc, chunk, cpr), c8);
+        }
+        Value key = y.add(j0, row);
+        Value srcElements;
+        if (bounded) {
+          Value valid = y.cmpI(arith::CmpIPredicate::slt, key, tk);
+          srcElements = y.select(valid, c8, c0);
+          key = y.maxS(y.minS(key, lastKey), c0);
+        }
+        return nvgpu::DeviceAsyncCopyOp::create(
+            y.b, y.loc, tokenType, tile, ValueRange{row, col}, src,
+            ValueRange{batch, key, col}, y.b.getIndexAttr(8), srcElements,
+            y.b.getUnitAttr());
+      };
+      if ((it + 1) * threads <= chunks) {
+        tokens.push_back(emit(x));
+        continue;
+      }
+      // The ragged last round: only the first chunks % threads threads copy
+      // (the group commits their copies too).
+      Value active = x.cmpI(arith::CmpIPredicate::ult, tid,
+                            x.cstIndex(chunks - it * threads));
+      scf::IfOp::create(x.b, x.loc, active, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, x.elt);
+        emit(y);
+        scf::YieldOp::create(ib, il);
+      });
+    }
+    nvgpu::DeviceAsyncCreateGroupOp::create(x.b, x.loc, tokenType, tokens);
+  };
+
+  Value full = fb.cmpI(arith::CmpIPredicate::sle,
+                       fb.add(j0, fb.cstIndex(blockN)), tk);
+  scf::IfOp::create(
+      fb.b, fb.loc, full,
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder x(ib, il, fb.elt);
+        emitAll(x, /*bounded=*/false);
+        scf::YieldOp::create(ib, il);
+      },
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder x(ib, il, fb.elt);
+        emitAll(x, /*bounded=*/true);
+        scf::YieldOp::create(ib, il);
+      });
+}
+
+/// Waits until every cp.async group of this thread has completed.
+static void buildWaitAllCopies(FragmentBuilder &fb) {
+  NVVM::CpAsyncWaitGroupOp::create(fb.b, fb.loc, 0);
+}
+
+void mlir::fa::gpukernel::buildTensorCoreForwardBody(
+    OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+    const TensorCoreForwardShape &ks) {
+  FragmentBuilder fb(b, loc, ks.elt);
+  Type f32 = fb.f32;
+  const int64_t R = ks.mTilesPerWarp, W = ks.numWarps;
+  const int64_t threads = 32 * W;
+  const int64_t blockM = 16 * R * W, blockN = ks.blockN;
+  const int64_t dChunks = ks.d / 16;   // k16 steps of S = Q K^T
+  const int64_t sTiles = blockN / 8;   // n8 tiles of S
+  const int64_t oTiles = ks.dv / 8;    // n8 tiles of O
+  const double log2e = 1.4426950408889634;
+  const double scaleLog2 = static_cast<double>(ks.scale) * log2e;
+  // With a positive scale the max of the raw scores gives the max of the
+  // scaled ones; otherwise the scores are scaled first.
+  const bool scaleFirst = !(ks.scale > 0.0f);
+
+  Value q = func.getArgument(0), k = func.getArgument(1),
+        v = func.getArgument(2), o = func.getArgument(3);
+  Value lse = ks.hasLse ? func.getArgument(4) : Value();
+  b.setInsertionPointToStart(&func.front());
+
+  // Tiles in dynamic workgroup memory, in this order: [Q,] K, V (layout of
+  // tensorCoreSharedLayout).
+  TensorCoreSharedLayout layout = tensorCoreSharedLayout(ks);
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value dynShared = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  auto tileView = [&](int64_t offset, int64_t rows, int64_t width) {
+    auto type = MemRefType::get({rows, width + kTensorCoreRowPad}, ks.elt,
+                                MemRefLayoutAttrInterface(), workgroup);
+    return memref::ViewOp::create(b, loc, type, dynShared,
+                                  fb.cstIndex(offset), ValueRange{});
+  };
+  Value qTile = ks.qInShared ? tileView(layout.qOffset, blockM, ks.d) : Value();
+  Value kTile = tileView(layout.kOffset, blockN, ks.d);
+  Value vTile = tileView(layout.vOffset, blockN, ks.dv);
+  Value c0 = fb.cstIndex(0), c1 = fb.cstIndex(1);
+  Value zero = fb.cstF32(0.0), ninf = fb.cstF32(kNegInf);
+  Value tq = memref::DimOp::create(b, loc, q, 1);
+  Value tk = memref::DimOp::create(b, loc, k, 1);
+  Value queryBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  // Under causal the last query blocks see the most keys: they go first
+  // (block x takes query block gridDim.x - 1 - x), so the short blocks fill
+  // the tail of the launch.
+  if (ks.causal != CausalKind::none)
+    queryBlock = fb.sub(
+        fb.sub(gpu::GridDimOp::create(b, loc, gpu::Dimension::x), c1),
+        queryBlock);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value c32 = fb.cstIndex(32), c4 = fb.cstIndex(4);
+  Value lane = arith::RemUIOp::create(b, loc, tid, c32);
+  Value warp = arith::DivUIOp::create(b, loc, tid, c32);
+  Value g = arith::DivUIOp::create(b, loc, lane, c4);
+  Value t = arith::RemUIOp::create(b, loc, lane, c4);
+  Value t2 = fb.mul(t, fb.cstIndex(2));
+
+  Value i0 = fb.mul(queryBlock, fb.cstIndex(blockM));
+  Value warpRow0 = fb.add(i0, fb.mul(warp, fb.cstIndex(16 * R)));
+  // rowOf(r, h): the query row of fragment half h (0: g, 1: g + 8) of m16
+  // tile r of this lane.
+  auto rowOf = [&](FragmentBuilder &x, int64_t r, int64_t h) {
+    return x.add(x.add(warpRow0, x.cstIndex(16 * r + 8 * h)), g);
+  };
+
+  Value causalOffset = c0;
+  if (ks.causal == CausalKind::bottom_right)
+    causalOffset = fb.sub(tk, tq);
+  Value rows = fb.minS(fb.cstIndex(blockM), fb.sub(tq, i0));
+  Value kvEnd = tk;
+  if (ks.causal != CausalKind::none) {
+    Value end = fb.add(fb.add(i0, rows), causalOffset);
+    kvEnd = fb.minS(fb.maxS(end, c0), tk);
+  }
+  Value numKeyBlocks = arith::CeilDivSIOp::create(
+      b, loc, kvEnd, fb.cstIndex(blockN));
+
+  // Start the first K tile (and the Q tile when Q lives in workgroup
+  // memory) while the rest is set up.
+  TileCopyPlan kPlan = planTileCopy(fb, tid, blockN, ks.d, threads);
+  TileCopyPlan vPlan = planTileCopy(fb, tid, blockN, ks.dv, threads);
+  if (ks.qInShared) {
+    TileCopyPlan qPlan = planTileCopy(fb, tid, blockM, ks.d, threads);
+    buildAsyncTileCopy(fb, qPlan, q, qTile, batch, i0, tq, tid);
+  }
+  buildAsyncTileCopy(fb, kPlan, k, kTile, batch, c0, tk, tid);
+
+  // Lane addressing of an ldmatrix.x4 over a 16 x 16 block: lane L gives
+  // the row address of matrix L / 8, row L % 8. lane8 = L % 8,
+  // half8 = ((L / 8) % 2) * 8, quad8 = (L / 16) * 8.
+  Value lane8 = arith::RemUIOp::create(b, loc, lane, fb.cstIndex(8));
+  Value half8 = fb.mul(
+      arith::RemUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, lane, fb.cstIndex(8)),
+          fb.cstIndex(2)),
+      fb.cstIndex(8));
+  Value quad8 = fb.mul(arith::DivUIOp::create(b, loc, lane, fb.cstIndex(16)),
+                       fb.cstIndex(8));
+
+  // Q fragments: qFrag[r][kc] = A operand of rows (r, g / g + 8), columns
+  // kc * 16 + {2t, 2t + 1, 8 + 2t, 9 + 2t}: in registers for the whole key
+  // loop, loaded from global memory here (rows past Tq read row Tq - 1;
+  // their results are never stored); or, with qInShared, loaded from the Q
+  // tile by ldmatrix at each use (matrices: rows 0-7 / 8-15 x columns
+  // 0-7, then 8-15).
+  auto loadQFrag = [&](FragmentBuilder &x, int64_t r, int64_t kc) {
+    Value row = x.add(x.add(lane8, half8),
+                      x.add(x.mul(warp, x.cstIndex(16 * R)),
+                            x.cstIndex(16 * r)));
+    return x.ldmatrix(qTile, row, x.add(quad8, x.cstIndex(kc * 16)),
+                      /*transpose=*/false);
+  };
+  Value lastRow = fb.maxS(fb.sub(tq, c1), c0);
+  auto pairType = fb.vec({2}, ks.elt);
+  SmallVector<SmallVector<Value>> qFrag(R);
+  for (int64_t r = 0; r < R && !ks.qInShared; ++r) {
+    Value row0 = fb.minS(rowOf(fb, r, 0), lastRow);
+    Value row1 = fb.minS(rowOf(fb, r, 1), lastRow);
+    for (int64_t kc = 0; kc < dChunks; ++kc) {
+      Value col0 = fb.add(t2, fb.cstIndex(kc * 16));
+      Value col1 = fb.add(col0, fb.cstIndex(8));
+      SmallVector<Value> parts;
+      for (auto [row, col] : {std::pair{row0, col0}, std::pair{row1, col0},
+                              std::pair{row0, col1}, std::pair{row1, col1}})
+        parts.push_back(vector::LoadOp::create(b, loc, pairType, q,
+                                               ValueRange{batch, row, col}));
+      qFrag[r].push_back(fb.stack(parts));
+    }
+  }
+
+  // Loop-carried: O accumulators [R][oTiles], then m and l [R][2].
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < R * oTiles; ++i)
+    init.push_back(fb.zeroAcc());
+  for (int64_t i = 0; i < 2 * R; ++i)
+    init.push_back(ninf);
+  for (int64_t i = 0; i < 2 * R; ++i)
+    init.push_back(zero);
+  const int64_t mBase = R * oTiles, lBase = mBase + 2 * R;
+
+  auto loop = scf::ForOp::create(
+      b, loc, c0, numKeyBlocks, c1, init,
+      [&](OpBuilder &lb, Location ll, Value jb, ValueRange carried) {
+        FragmentBuilder x(lb, ll, ks.elt);
+        Value j0 = x.mul(jb, x.cstIndex(blockN));
+        SmallVector<Value> acc(carried.begin(), carried.begin() + mBase);
+        SmallVector<Value> m(carried.begin() + mBase,
+                             carried.begin() + lBase);
+        SmallVector<Value> l(carried.begin() + lBase, carried.end());
+
+        // K_j has landed for this thread; the barrier makes it so for all,
+        // and tells that every warp is done reading V_{j-1}.
+        buildWaitAllCopies(x);
+        gpu::BarrierOp::create(lb, ll);
+        buildAsyncTileCopy(x, vPlan, v, vTile, batch, j0, tk, tid);
+
+        // S = Q K_j^T. One ldmatrix.x4 gives the B fragments of two n8
+        // tiles for one k16 step: lane L addresses key row
+        // np * 16 + (L / 16) * 8 + L % 8, column kc * 16 + ((L / 8) % 2) * 8.
+        Value kRowInPair = x.add(lane8, quad8);
+        Value kColHalf = half8;
+        SmallVector<SmallVector<Value>> s(R, SmallVector<Value>(sTiles));
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t n = 0; n < sTiles; ++n)
+            s[r][n] = x.zeroAcc();
+        for (int64_t kc = 0; kc < dChunks; ++kc) {
+          SmallVector<Value> a(R);
+          for (int64_t r = 0; r < R; ++r)
+            a[r] = ks.qInShared ? loadQFrag(x, r, kc) : qFrag[r][kc];
+          for (int64_t np = 0; np < sTiles / 2; ++np) {
+            Value frag = x.ldmatrix(
+                kTile, x.add(kRowInPair, x.cstIndex(np * 16)),
+                x.add(kColHalf, x.cstIndex(kc * 16)), /*transpose=*/false);
+            Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
+            Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
+            for (int64_t r = 0; r < R; ++r) {
+              s[r][2 * np] = x.mma(a[r], b0, s[r][2 * np]);
+              s[r][2 * np + 1] = x.mma(a[r], b1, s[r][2 * np + 1]);
+            }
+          }
+        }
+
+        // Scale first when the scale is not positive (then the max of the
+        // raw scores is not the max of the scaled ones).
+        Value scaleC = x.cstF32(scaleLog2);
+        if (scaleFirst) {
+          Value splat = arith::ConstantOp::create(
+              lb, ll,
+              DenseElementsAttr::get(x.vec({2, 2}, f32),
+                                     static_cast<float>(scaleLog2)));
+          for (auto &row : s)
+            for (Value &tile : row)
+              tile = x.mulF(tile, splat);
+          scaleC = x.cstF32(1.0);
+        }
+
+        // Mask keys past Tk and, under causal, past the diagonal, only on
+        // blocks that reach them: j0 + blockN > Tk or the block's last key
+        // is past the diagonal of the warp's first row.
+        Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
+                                x.add(j0, x.cstIndex(blockN)), tk);
+        if (ks.causal != CausalKind::none) {
+          Value lastKey = x.add(j0, x.cstIndex(blockN - 1));
+          Value straddles = x.cmpI(arith::CmpIPredicate::sgt, lastKey,
+                                   x.add(warpRow0, causalOffset));
+          needMask = arith::OrIOp::create(lb, ll, needMask, straddles);
+        }
+        SmallVector<Value> flat;
+        for (auto &row : s)
+          llvm::append_range(flat, row);
+        SmallVector<Type> flatTypes(flat.size(), x.vec({2, 2}, f32));
+        auto maskIf = scf::IfOp::create(
+            lb, ll, flatTypes, needMask, /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(lb);
+          lb.setInsertionPointToStart(maskIf.thenBlock());
+          FragmentBuilder y(lb, ll, ks.elt);
+          SmallVector<Value> masked;
+          for (int64_t r = 0; r < R; ++r) {
+            Value limit[2];
+            for (int64_t h = 0; h < 2; ++h) {
+              // Keys > limit are hidden from row rowOf(r, h).
+              Value rowLimit = x.cstIndex(std::numeric_limits<int32_t>::max());
+              if (ks.causal != CausalKind::none)
+                rowLimit = y.add(rowOf(y, r, h), causalOffset);
+              limit[h] = y.minS(rowLimit, y.sub(tk, c1));
+            }
+            for (int64_t n = 0; n < sTiles; ++n) {
+              Value tile = flat[r * sTiles + n];
+              for (int64_t h = 0; h < 2; ++h)
+                for (int64_t e = 0; e < 2; ++e) {
+                  Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
+                  Value hidden =
+                      y.cmpI(arith::CmpIPredicate::sgt, key, limit[h]);
+                  Value val = y.extract(tile, {h, e});
+                  tile = y.insert(y.select(hidden, ninf, val), tile, {h, e});
+                }
+              masked.push_back(tile);
+            }
+          }
+          scf::YieldOp::create(lb, ll, masked);
+          lb.setInsertionPointToStart(maskIf.elseBlock());
+          scf::YieldOp::create(lb, ll, flat);
+        }
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t n = 0; n < sTiles; ++n)
+            s[r][n] = maskIf.getResult(r * sTiles + n);
+
+        // Online softmax per fragment row (FlashAttention-2, Algorithm 1,
+        // lines 9-10), in log2 units: m is max(scale * log2(e) * s).
+        SmallVector<Value> newAcc = acc, newM(2 * R), newL(2 * R);
+        SmallVector<Value> alphas(2 * R);
+        Value anyMaxChanged;
+        SmallVector<SmallVector<Value>> pFrag(R);
+        for (int64_t r = 0; r < R; ++r) {
+          Value mUse[2];
+          for (int64_t h = 0; h < 2; ++h) {
+            Value mx = ninf;
+            for (int64_t n = 0; n < sTiles; ++n)
+              for (int64_t e = 0; e < 2; ++e)
+                mx = x.maxF(mx, x.extract(s[r][n], {h, e}));
+            mx = x.rowReduce(mx, /*isMax=*/true);
+            Value mNew = x.maxF(m[2 * r + h], x.mulF(mx, scaleC));
+            newM[2 * r + h] = mNew;
+            // While no key of the row is visible m' = -inf: subtract 0 so
+            // that exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN.
+            mUse[h] = x.select(x.isNegInf(mNew), zero, mNew);
+            Value alpha = x.exp2(x.subF(m[2 * r + h], mUse[h]));
+            alphas[2 * r + h] = alpha;
+            newL[2 * r + h] = x.mulF(l[2 * r + h], alpha);
+            Value changed = arith::CmpFOp::create(
+                lb, ll, arith::CmpFPredicate::ONE, m[2 * r + h], mNew);
+            anyMaxChanged =
+                anyMaxChanged
+                    ? arith::OrIOp::create(lb, ll, anyMaxChanged, changed)
+                    : changed;
+          }
+          // p = exp2(s * c - m') in place, and the lane's partial row sums.
+          Value negM[2] = {arith::NegFOp::create(lb, ll, mUse[0]),
+                           arith::NegFOp::create(lb, ll, mUse[1])};
+          SmallVector<Value> pTiles;
+          for (int64_t n = 0; n < sTiles; ++n) {
+            Value tile = s[r][n];
+            for (int64_t h = 0; h < 2; ++h)
+              for (int64_t e = 0; e < 2; ++e) {
+                Value p = x.exp2(x.fma(x.extract(tile, {h, e}), scaleC,
+                                       negM[h]));
+                newL[2 * r + h] = x.addF(newL[2 * r + h], p);
+                tile = x.insert(p, tile, {h, e});
+              }
+            pTiles.push_back(
+                arith::TruncFOp::create(lb, ll, x.vec({2, 2}, ks.elt), tile));
+          }
+          // The C fragments of n8 tiles 2kk and 2kk + 1 are the A fragment
+          // of the k16 step kk of P V: rows g, g + 8 at columns 2t and
+          // 8 + 2t.
+          for (int64_t kk = 0; kk < sTiles / 2; ++kk)
+            pFrag[r].push_back(x.stack({x.extract(pTiles[2 * kk], {0}),
+                                        x.extract(pTiles[2 * kk], {1}),
+                                        x.extract(pTiles[2 * kk + 1], {0}),
+                                        x.extract(pTiles[2 * kk + 1], {1})}));
+        }
+
+        // O *= alpha, only in a thread where some row's max moved: where it
+        // did not, alpha = exp2(0) = 1 exactly (once every row has seen its
+        // largest scores, most blocks skip the rescale). A -inf max that
+        // stays -inf leaves O = 0 either way.
+        {
+          SmallVector<Type> accTypes(newAcc.size(), x.vec({2, 2}, f32));
+          auto rescale = scf::IfOp::create(lb, ll, accTypes, anyMaxChanged,
+                                           /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard guard(lb);
+          lb.setInsertionPointToStart(rescale.thenBlock());
+          SmallVector<Value> scaled;
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t n = 0; n < oTiles; ++n) {
+              Value tile = newAcc[r * oTiles + n];
+              for (int64_t h = 0; h < 2; ++h)
+                for (int64_t e = 0; e < 2; ++e)
+                  tile = x.insert(
+                      x.mulF(x.extract(tile, {h, e}), alphas[2 * r + h]),
+                      tile, {h, e});
+              scaled.push_back(tile);
+            }
+          scf::YieldOp::create(lb, ll, scaled);
+          lb.setInsertionPointToStart(rescale.elseBlock());
+          scf::YieldOp::create(lb, ll, newAcc);
+          lb.setInsertionPointAfter(rescale);
+          for (auto [i, result] : llvm::enumerate(rescale.getResults()))
+            newAcc[i] = result;
+        }
+
+        // V_j has landed; after the barrier every warp is also done with
+        // K_j, so the next K tile may overwrite it while P V runs.
+        buildWaitAllCopies(x);
+        gpu::BarrierOp::create(lb, ll);
+        Value hasNext = x.cmpI(arith::CmpIPredicate::slt, x.add(jb, c1),
+                               numKeyBlocks);
+        scf::IfOp::create(lb, ll, hasNext, [&](OpBuilder &ib, Location il) {
+          FragmentBuilder y(ib, il, ks.elt);
+          buildAsyncTileCopy(y, kPlan, k, kTile, batch,
+                             y.add(j0, y.cstIndex(blockN)), tk, tid);
+          scf::YieldOp::create(ib, il);
+        });
+
+        // O += P V_j. ldmatrix.x4.trans gives the B fragments of two n8
+        // tiles of O for one k16 step of keys: lane L addresses key row
+        // kk * 16 + ((L / 8) % 2) * 8 + L % 8, column dp * 16 + (L / 16) * 8.
+        for (int64_t kk = 0; kk < sTiles / 2; ++kk) {
+          for (int64_t dp = 0; dp < oTiles / 2; ++dp) {
+            Value frag = x.ldmatrix(
+                vTile, x.add(x.add(lane8, half8), x.cstIndex(kk * 16)),
+                x.add(quad8, x.cstIndex(dp * 16)),
+                /*transpose=*/true);
+            Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
+            Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
+            for (int64_t r = 0; r < R; ++r) {
+              Value &a0 = newAcc[r * oTiles + 2 * dp];
+              Value &a1 = newAcc[r * oTiles + 2 * dp + 1];
+              a0 = x.mma(pFrag[r][kk], b0, a0);
+              a1 = x.mma(pFrag[r][kk], b1, a1);
+            }
+          }
+        }
+
+        SmallVector<Value> yielded = newAcc;
+        llvm::append_range(yielded, newM);
+        llvm::append_range(yielded, newL);
+        scf::YieldOp::create(lb, ll, yielded);
+      });
+
+  // Epilogue: full row sums over the 4 lanes of a row; o = O / l (0 for a
+  // row that saw no key, l = 0), lse = m ln 2 + ln l (-inf then).
+  const double ln2 = 0.6931471805599453;
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value m = loop.getResult(mBase + 2 * r + h);
+      Value l = fb.rowReduce(loop.getResult(lBase + 2 * r + h),
+                             /*isMax=*/false);
+      Value empty =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+      Value inv = fb.select(
+          empty, zero, arith::DivFOp::create(b, loc, fb.cstF32(1.0), l));
+      Value row = rowOf(fb, r, h);
+      Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
+      scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, ks.elt);
+        for (int64_t n = 0; n < oTiles; ++n) {
+          Value pair = y.extract(loop.getResult(r * oTiles + n), {h});
+          Value splat = vector::BroadcastOp::create(ib, il, y.vec({2}, f32),
+                                                    inv);
+          pair = y.mulF(pair, splat);
+          if (ks.oElt != f32)
+            pair = arith::TruncFOp::create(ib, il, y.vec({2}, ks.oElt), pair);
+          vector::StoreOp::create(
+              ib, il, pair, o,
+              ValueRange{batch, row, y.add(t2, y.cstIndex(n * 8))});
+        }
+        if (lse) {
+          Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, c0);
+          scf::IfOp::create(ib, il, isFirst, [&](OpBuilder &sb, Location sl) {
+            FragmentBuilder z(sb, sl, ks.elt);
+            Value value =
+                z.addF(z.mulF(m, z.cstF32(ln2)), math::LogOp::create(sb, sl, l));
+            z.store(z.select(empty, ninf, value), lse, {batch, row});
+            scf::YieldOp::create(sb, sl);
+          });
+        }
+        scf::YieldOp::create(ib, il);
+      });
+    }
+  }
+  gpu::ReturnOp::create(b, loc);
+}

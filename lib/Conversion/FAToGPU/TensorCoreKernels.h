@@ -1,0 +1,80 @@
+//===- TensorCoreKernels.h - mma.sync kernels of convert-fa-to-gpu -*- C++ -*-===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The tensor-core (sm_80 mma.sync) kernel bodies of convert-fa-to-gpu. See
+// TensorCoreForward.cpp for the algorithm.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_FATOGPU_TENSORCOREKERNELS_H
+#define FA_LIB_CONVERSION_FATOGPU_TENSORCOREKERNELS_H
+
+#include "KernelUtils.h"
+
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir {
+namespace fa {
+namespace gpukernel {
+
+/// Row padding, in elements, of the K/V tiles in workgroup memory (16 bytes
+/// for f16/bf16): ldmatrix reads without bank conflicts.
+inline constexpr int64_t kTensorCoreRowPad = 8;
+
+/// The static facts that shape a tensor-core forward kernel.
+struct TensorCoreForwardShape {
+  Type elt;  // q/k/v element type: f16 or bf16
+  Type oElt; // o element type
+  int64_t d, dv;
+  bool hasLse;
+  CausalKind causal;
+  float scale;
+  int64_t numWarps;      // warps per block
+  int64_t mTilesPerWarp; // m16 tiles (16 query rows each) per warp
+  int64_t blockN;        // keys per tile, a multiple of 16
+  /// Q tile in workgroup memory, its A fragments loaded by ldmatrix at each
+  /// use; otherwise they stay in registers for the whole key loop.
+  bool qInShared;
+
+  int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
+};
+
+/// Byte offsets of the tiles in the kernel's dynamic workgroup memory and
+/// its size: [Q: blockM x (D + pad),] K: blockN x (D + pad),
+/// V: blockN x (Dv + pad), 2-byte elements.
+struct TensorCoreSharedLayout {
+  int64_t qOffset, kOffset, vOffset, bytes;
+};
+
+inline TensorCoreSharedLayout
+tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
+  TensorCoreSharedLayout l;
+  l.qOffset = 0;
+  l.kOffset =
+      ks.qInShared ? ks.blockM() * (ks.d + kTensorCoreRowPad) * 2 : 0;
+  l.vOffset = l.kOffset + ks.blockN * (ks.d + kTensorCoreRowPad) * 2;
+  l.bytes = l.vOffset + ks.blockN * (ks.dv + kTensorCoreRowPad) * 2;
+  return l;
+}
+
+/// Dynamic workgroup memory a tensor-core kernel may ask for: what sm_80
+/// (A100) grants one block, 163 KiB.
+inline constexpr int64_t kMaxTensorCoreSharedBytes = 163 * 1024;
+
+/// Fills `func` (arguments q, k, v, o[, lse] as rank-3 [batch, T, D] memrefs
+/// with unit innermost stride; launched with tensorCoreSharedLayout(ks).bytes
+/// of dynamic workgroup memory) with the FlashAttention-2 forward on
+/// mma.sync tensor cores.
+void buildTensorCoreForwardBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                                const TensorCoreForwardShape &ks);
+
+} // namespace gpukernel
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_LIB_CONVERSION_FATOGPU_TENSORCOREKERNELS_H

@@ -1,0 +1,74 @@
+// The tensor-core kernels of the default block shapes assemble without
+// spills (ptxas -v), for bf16 and f16, head dims 64 and 128, causal and not,
+// on sm_90a and sm_80; with cuobjdump, their SASS holds HMMA instructions.
+
+// REQUIRES: ptxas
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t/sm90" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_80 output-dir=%t/sm80" -o /dev/null
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d64_none_attention_0.ptx -o %t/bf16_d64_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bf16_d64_none_attention_0.ptx -o %t/bf16_d64_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d64_bottom_right_attention_0.ptx -o %t/bf16_d64_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bf16_d64_bottom_right_attention_0.ptx -o %t/bf16_d64_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d128_none_attention_0.ptx -o %t/bf16_d128_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bf16_d128_none_attention_0.ptx -o %t/bf16_d128_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d128_bottom_right_attention_0.ptx -o %t/bf16_d128_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bf16_d128_bottom_right_attention_0.ptx -o %t/bf16_d128_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d64_none_attention_0.ptx -o %t/f16_d64_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/f16_d64_none_attention_0.ptx -o %t/f16_d64_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d64_bottom_right_attention_0.ptx -o %t/f16_d64_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/f16_d64_bottom_right_attention_0.ptx -o %t/f16_d64_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d128_none_attention_0.ptx -o %t/f16_d128_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/f16_d128_none_attention_0.ptx -o %t/f16_d128_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d128_bottom_right_attention_0.ptx -o %t/f16_d128_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/f16_d128_bottom_right_attention_0.ptx -o %t/f16_d128_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+
+// NOSPILL: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+func.func @bf16_d64_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(none)
+      : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16> -> tensor<?x?x64xbf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x64xbf16>, tensor<?x?xf32>
+}
+
+func.func @bf16_d64_bottom_right(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(bottom_right)
+      : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16> -> tensor<?x?x64xbf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x64xbf16>, tensor<?x?xf32>
+}
+
+func.func @bf16_d128_none(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, %v: tensor<?x?x128xbf16>) -> (tensor<?x?x128xbf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(none)
+      : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16> -> tensor<?x?x128xbf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x128xbf16>, tensor<?x?xf32>
+}
+
+func.func @bf16_d128_bottom_right(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, %v: tensor<?x?x128xbf16>) -> (tensor<?x?x128xbf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(bottom_right)
+      : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16> -> tensor<?x?x128xbf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x128xbf16>, tensor<?x?xf32>
+}
+
+func.func @f16_d64_none(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x?x64xf16>) -> (tensor<?x?x64xf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(none)
+      : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16> -> tensor<?x?x64xf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x64xf16>, tensor<?x?xf32>
+}
+
+func.func @f16_d64_bottom_right(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x?x64xf16>) -> (tensor<?x?x64xf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(bottom_right)
+      : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16> -> tensor<?x?x64xf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x64xf16>, tensor<?x?xf32>
+}
+
+func.func @f16_d128_none(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(none)
+      : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>
+}
+
+func.func @f16_d128_bottom_right(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(bottom_right)
+      : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>
+}
