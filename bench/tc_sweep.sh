@@ -15,7 +15,12 @@ for m in "$DIR"/*.manifest; do
   d=$(awk '$1=="head_dim"{print $2}' "$m")
   batch=$(( 16384 / T * 2048 / d ))
   check=$("$FA_RUN" --manifest "$m" --batch 3 --seqlen-q 300 --seqlen-k 257 --repeat 0 2>&1 | grep -E "PASS|FAIL|error" | head -2 | tr '\n' ' ')
-  time=$("$FA_RUN" --manifest "$m" --batch $batch --seqlen-q $T --seqlen-k $T --no-check --repeat 10 2>&1 | grep -E "time:|error" | tr '\n' ' ')
+  if grep -q "^version 2" "$m"; then
+    # Backward: synthetic o and lse (no O(T^2) host forward) for the timing.
+    time=$("$FA_RUN" --manifest "$m" --batch $batch --seqlen-q $T --seqlen-k $T --memory-only --repeat 5 2>&1 | grep -E "time:|error" | tr '\n' ' ')
+  else
+    time=$("$FA_RUN" --manifest "$m" --batch $batch --seqlen-q $T --seqlen-k $T --no-check --repeat 10 2>&1 | grep -E "time:|error" | tr '\n' ' ')
+  fi
   echo "$name | $check | $time"
 done
 python3 - "$T" <<'PY'
@@ -38,4 +43,14 @@ for dt in (torch.bfloat16,):
             s.record(); F.scaled_dot_product_attention(q, k, v, is_causal=causal); e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
           ms = sorted(ts)[len(ts)//2]
           print(f"sdpa {name} bf16 d{d} causal={causal}: {ms:.4f} ms {flops/ms/1e9:.1f} TFLOP/s")
+          # Backward: autograd.grad of a recorded forward (2.5x the FLOPs).
+          qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+          do = torch.randn_like(q)
+          ts = []
+          for i in range(8):
+            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+            s.record(); torch.autograd.grad(out, (qg, kg, vg), do); e.record(); torch.cuda.synchronize()
+            if i >= 2: ts.append(s.elapsed_time(e))
+          ms = sorted(ts)[len(ts)//2]
+          print(f"sdpa {name} bf16 d{d} causal={causal} backward: {ms:.4f} ms {2.5*flops/ms/1e9:.1f} TFLOP/s")
 PY

@@ -99,7 +99,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.deterministic = options.deterministic;
   kernel.numWarps = options.numWarps;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
-  kernel.tensorCores = isTensorCoreChip(options.chip);
+  kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -3,8 +3,8 @@
 
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t/atomic" -o /dev/null
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tensor-cores=false output-dir=%t/atomic" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tensor-cores=false deterministic=true output-dir=%t/det" -o /dev/null
 // RUN: %ptxas -arch=sm_90a %t/atomic/bf16_top_left_attention_backward_0.ptx -o %t/a.cubin
 // RUN: %ptxas -arch=sm_90a %t/atomic/f16_none_attention_backward_0.ptx -o %t/b.cubin
 // RUN: %ptxas -arch=sm_90a %t/atomic/f32_bottom_right_attention_backward_0.ptx -o %t/c.cubin

@@ -1,14 +1,19 @@
 // fa-to-ptx on fa.attention_backward writes one PTX module and one version 2
 // manifest per op (docs/ARTIFACTS.md, "Backward"): the kernels in launch
-// order, each with its params and grid, and the scratch buffers.
+// order, each with its params and grid, and the scratch buffers. The scalar
+// kernels (tensor-cores=false) in both dq modes, then the tensor-core
+// kernels (the default on sm_80 and later for f16/bf16).
 
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t/atomic" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tensor-cores=false output-dir=%t/atomic" -o /dev/null
 // RUN: FileCheck %s --check-prefix=MANIFEST --match-full-lines --strict-whitespace < %t/atomic/grads_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX < %t/atomic/grads_attention_backward_0.ptx
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tensor-cores=false deterministic=true output-dir=%t/det" -o /dev/null
 // RUN: FileCheck %s --check-prefix=DET < %t/det/grads_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=DETPTX < %t/det/grads_attention_backward_0.ptx
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_80 output-dir=%t/tc" -o /dev/null
+// RUN: FileCheck %s --check-prefix=TC --match-full-lines < %t/tc/grads_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=TCPTX < %t/tc/grads_attention_backward_0.ptx
 
 // MANIFEST:# fa backward manifest
 // MANIFEST-NEXT:version 2
@@ -73,6 +78,34 @@
 // DETPTX-NOT: .add.f32
 // DETPTX: .entry grads_attention_backward_0_dq(
 // DETPTX-NOT: {{(red|atom)}}.global
+
+// Tensor cores: always the deterministic list (_delta, _dkdv, _dq), no
+// dq accumulator; the _dkdv blocks hold 64 keys (4 warps of 16), query
+// tiles of 32 rows (head dim 128); _dq blocks 64 queries over key tiles of
+// 32; dynamic workgroup memory.
+// TC:chip sm_80
+// TC:deterministic 1
+// TC-NEXT:scratch delta f32 batch seqlen_q
+// TC-NEXT:kernel grads_attention_backward_0_delta
+// TC:kernel grads_attention_backward_0_dkdv
+// TC-NEXT:threads 128
+// TC-NEXT:block_m 32
+// TC-NEXT:block_n 64
+// TC-NEXT:shared_bytes 53248
+// TC-NEXT:params q k v do lse delta dk dv
+// TC-NEXT:grid ceil_div(seqlen_k,block_n) batch 1
+// TC-NEXT:kernel grads_attention_backward_0_dq
+// TC-NEXT:threads 128
+// TC-NEXT:block_m 64
+// TC-NEXT:block_n 32
+// TC-NEXT:shared_bytes 53248
+// TC-NEXT:params q k v do lse delta dq
+// TC-NEXT:grid ceil_div(seqlen_q,block_m) batch 1
+// TCPTX: .entry grads_attention_backward_0_dkdv(
+// TCPTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// TCPTX: .entry grads_attention_backward_0_dq(
+// TCPTX-NOT: {{[[:space:]](red|atom)\.global}}
+// TCPTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 
 func.func @grads(%q: tensor<?x4x?x128xf16>, %k: tensor<?x4x512x128xf16>,
                  %v: tensor<?x4x512x64xf16>, %o: tensor<?x4x?x64xf16>,

@@ -1,5 +1,5 @@
-// The tensor-core kernels of the default block shapes assemble without
-// spills (ptxas -v), for bf16 and f16, head dims 64 and 128, causal and not,
+// The tensor-core kernels (forward and backward) of the default block
+// shapes assemble without spills (ptxas -v), for bf16 and f16, head dims 64 and 128, causal and not,
 // on sm_90a and sm_80; with cuobjdump, their SASS holds HMMA instructions.
 
 // REQUIRES: ptxas
@@ -22,8 +22,27 @@
 // RUN: %ptxas -arch=sm_80 -v %t/sm80/f16_d128_none_attention_0.ptx -o %t/f16_d128_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d128_bottom_right_attention_0.ptx -o %t/f16_d128_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_80 -v %t/sm80/f16_d128_bottom_right_attention_0.ptx -o %t/f16_d128_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_bf16_d64_none_attention_backward_0.ptx -o %t/bwd_bf16_d64_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_bf16_d64_none_attention_backward_0.ptx -o %t/bwd_bf16_d64_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_bf16_d64_bottom_right_attention_backward_0.ptx -o %t/bwd_bf16_d64_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_bf16_d64_bottom_right_attention_backward_0.ptx -o %t/bwd_bf16_d64_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_bf16_d128_none_attention_backward_0.ptx -o %t/bwd_bf16_d128_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_bf16_d128_none_attention_backward_0.ptx -o %t/bwd_bf16_d128_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_bf16_d128_bottom_right_attention_backward_0.ptx -o %t/bwd_bf16_d128_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_bf16_d128_bottom_right_attention_backward_0.ptx -o %t/bwd_bf16_d128_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_f16_d64_none_attention_backward_0.ptx -o %t/bwd_f16_d64_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_f16_d64_none_attention_backward_0.ptx -o %t/bwd_f16_d64_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_f16_d64_bottom_right_attention_backward_0.ptx -o %t/bwd_f16_d64_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_f16_d64_bottom_right_attention_backward_0.ptx -o %t/bwd_f16_d64_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_f16_d128_none_attention_backward_0.ptx -o %t/bwd_f16_d128_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_f16_d128_none_attention_backward_0.ptx -o %t/bwd_f16_d128_none_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_f16_d128_bottom_right_attention_backward_0.ptx -o %t/bwd_f16_d128_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_f16_d128_bottom_right_attention_backward_0.ptx -o %t/bwd_f16_d128_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 
+// Every kernel of a module (the backward has three) without spills.
+// NOSPILL-NOT: {{[1-9][0-9]*}} bytes spill
 // NOSPILL: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// NOSPILL-NOT: {{[1-9][0-9]*}} bytes spill
 
 func.func @bf16_d64_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v causal(none)
@@ -71,4 +90,60 @@ func.func @f16_d128_bottom_right(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16
   %o, %lse = fa.attention %q, %k, %v causal(bottom_right)
       : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
   return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>
+}
+
+func.func @bwd_bf16_d64_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>, %o: tensor<?x?x64xbf16>, %do: tensor<?x?x64xbf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(none)
+      : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?xf32> -> tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>
+  return %dq, %dk, %dv : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>
+}
+
+func.func @bwd_bf16_d64_bottom_right(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>, %o: tensor<?x?x64xbf16>, %do: tensor<?x?x64xbf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(bottom_right)
+      : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?xf32> -> tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>
+  return %dq, %dk, %dv : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>
+}
+
+func.func @bwd_bf16_d128_none(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(none)
+      : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+}
+
+func.func @bwd_bf16_d128_bottom_right(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(bottom_right)
+      : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+}
+
+func.func @bwd_f16_d64_none(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x?x64xf16>, %o: tensor<?x?x64xf16>, %do: tensor<?x?x64xf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(none)
+      : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?xf32> -> tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>
+  return %dq, %dk, %dv : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>
+}
+
+func.func @bwd_f16_d64_bottom_right(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x?x64xf16>, %o: tensor<?x?x64xf16>, %do: tensor<?x?x64xf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(bottom_right)
+      : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?xf32> -> tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>
+  return %dq, %dk, %dv : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>
+}
+
+func.func @bwd_f16_d128_none(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>, %o: tensor<?x?x128xf16>, %do: tensor<?x?x128xf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(none)
+      : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?xf32> -> tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>
+  return %dq, %dk, %dv : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>
+}
+
+func.func @bwd_f16_d128_bottom_right(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>, %o: tensor<?x?x128xf16>, %do: tensor<?x?x128xf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(bottom_right)
+      : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?xf32> -> tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>
+  return %dq, %dk, %dv : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>
 }

@@ -60,6 +60,12 @@ struct FAToPTXPipelineOptions
                      "(convert-fa-to-gpu); 0: the default of the kernel and "
                      "head dim"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("On sm_80 and later, the mma.sync tensor-core kernels "
+                     "for f16/bf16 attention (convert-fa-to-gpu); false: the "
+                     "scalar kernels everywhere"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",
       llvm::cl::desc("Tensor-core kernel (sm_80 and later, f16/bf16): warps "

@@ -50,6 +50,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 
 #include "KernelUtils.h"
+#include "TensorCoreKernels.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -78,6 +79,9 @@ struct BackwardShape {
   /// dq kernel (deterministic): query rows per block (= threads), key rows
   /// per tile.
   int64_t dqBlockM, dqBlockN;
+  /// The tensor-core kernels (TensorCoreBackward.cpp) for _dkdv and _dq.
+  bool tensorCore = false;
+  gpukernel::TensorCoreBackwardShape tcDkDv, tcDq;
 };
 
 } // namespace
@@ -96,6 +100,57 @@ static int64_t dkdvSharedBytes(const BackwardShape &bs, int64_t bm,
 
 static std::string dimString(int64_t d) {
   return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+/// Completes `bs` for the tensor-core backward kernels: `_dkdv` with
+/// blocks of block-n keys (default 16 per warp) over query tiles of block-m
+/// rows (default 48 up to head dim 64, else 32: the most that stay clear of
+/// spills), `_dq` with blocks of 16 * num-warps queries over key tiles of
+/// block-n rows (default 64 up to head dim 64, else 32). Always the deterministic kernel list (no
+/// atomics).
+static FailureOr<BackwardShape>
+getTensorCoreBackwardShape(AttentionBackwardOp op,
+                           const AttentionKernelOptions &options,
+                           BackwardShape bs) {
+  int64_t warps = options.numWarps ? options.numWarps : 4;
+  int64_t maxD = std::max(bs.d, bs.dv);
+  int64_t keys = options.blockN ? options.blockN : 16 * warps;
+  int64_t queryTile = options.blockM ? options.blockM : (maxD <= 64 ? 48 : 32);
+  int64_t keyTile = options.blockN ? options.blockN : (maxD <= 64 ? 64 : 32);
+  if (keys % (16 * warps) != 0 || keys / (16 * warps) > 2)
+    return op.emitOpError("the tensor-core backward expects block-n (keys "
+                          "per dk/dv block) to be 16 or 32 keys per warp "
+                          "(num-warps = ")
+           << warps << "), got block-n = " << keys;
+  if (queryTile % 16 != 0)
+    return op.emitOpError("the tensor-core backward expects block-m (queries "
+                          "per dk/dv tile) to be a multiple of 16, got ")
+           << queryTile;
+  auto shape = [&](int64_t tiles) {
+    return gpukernel::TensorCoreBackwardShape{
+        bs.elt,     bs.d,      bs.dv,     bs.causal, bs.scale, warps, tiles,
+        queryTile, keyTile,
+        /*operandsInShared=*/tiles * (bs.d + bs.dv) / 4 > 32};
+  };
+  bs.tensorCore = true;
+  bs.deterministic = true;
+  bs.tcDkDv = shape(keys / (16 * warps));
+  bs.tcDq = shape(1);
+  bs.blockN = keys;
+  bs.blockM = queryTile;
+  bs.dqBlockM = 16 * warps;
+  bs.dqBlockN = keyTile;
+  for (bool dkdv : {true, false}) {
+    int64_t bytes = gpukernel::tensorCoreBackwardLayout(
+                        dkdv ? bs.tcDkDv : bs.tcDq, dkdv)
+                        .bytes;
+    if (bytes > gpukernel::kMaxTensorCoreSharedBytes)
+      return op.emitOpError("the tensor-core backward's ")
+             << (dkdv ? "dk/dv" : "dq") << " tiles take " << bytes
+             << " bytes of workgroup memory, over the "
+             << gpukernel::kMaxTensorCoreSharedBytes << " bytes of sm_80";
+  }
+  return bs;
 }
 
 static FailureOr<BackwardShape>
@@ -157,6 +212,10 @@ getBackwardShape(AttentionBackwardOp op,
   bs.causal = op.getCausal();
   bs.scale = static_cast<float>(*op.getStaticScale());
   bs.deterministic = options.deterministic;
+  if (givenOptions.tensorCores && (bs.elt.isF16() || bs.elt.isBF16()) &&
+      bs.doElt == bs.elt && bs.d % 16 == 0 && bs.dv % 16 == 0 &&
+      bs.d <= 128 && bs.dv <= 128)
+    return getTensorCoreBackwardShape(op, givenOptions, bs);
 
   // dk/dv kernel: halve the larger block size until the tiles fit in static
   // shared memory.
@@ -573,6 +632,7 @@ struct KernelSpec {
   int64_t blockM = 0, blockN = 0; // 0: not used by the kernel's grid
   SmallVector<StringRef> params;
   SmallVector<StringRef, 3> grid;
+  int64_t sharedBytes = 0; // dynamic workgroup memory
 };
 } // namespace
 
@@ -603,7 +663,8 @@ static DictionaryAttr buildBackwardManifest(Builder &b,
     if (spec.blockN)
       entries.push_back(
           b.getNamedAttr("block_n", b.getI64IntegerAttr(spec.blockN)));
-    entries.push_back(b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)));
+    entries.push_back(
+        b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(spec.sharedBytes)));
     entries.push_back(b.getNamedAttr(
         "params", b.getStrArrayAttr(SmallVector<StringRef>(spec.params))));
     entries.push_back(b.getNamedAttr(
@@ -679,12 +740,22 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
   if (!bs.deterministic)
     dkdv.params.push_back("dq_accum");
   dkdv.grid = {"ceil_div(seqlen_k,block_n)", "batch", "1"};
+  if (bs.tensorCore) {
+    dkdv.threads = 32 * bs.tcDkDv.numWarps;
+    dkdv.sharedBytes =
+        gpukernel::tensorCoreBackwardLayout(bs.tcDkDv, true).bytes;
+  }
   KernelSpec last;
   if (bs.deterministic) {
     last = KernelSpec{(name + "_dq").str(), bs.dqBlockM, bs.dqBlockM,
                       bs.dqBlockN};
     last.params = {"q", "k", "v", "do", "lse", "delta", "dq"};
     last.grid = {"ceil_div(seqlen_q,block_m)", "batch", "1"};
+    if (bs.tensorCore) {
+      last.threads = 32 * bs.tcDq.numWarps;
+      last.sharedBytes =
+          gpukernel::tensorCoreBackwardLayout(bs.tcDq, false).bytes;
+    }
   } else {
     last = KernelSpec{(name + "_dq_convert").str(), kRowThreads};
     last.params = {"dq_accum", "dq"};
@@ -696,10 +767,24 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
   auto gpuModule = gpu::GPUModuleOp::create(builder, loc, name);
   for (auto [index, spec] : llvm::enumerate(specs)) {
     SmallVector<Type> argTypes;
-    for (StringRef p : spec.params)
-      argTypes.push_back(paramTypes.lookup(p));
+    for (StringRef p : spec.params) {
+      Type type = paramTypes.lookup(p);
+      // The tensor-core kernels read and write rows with vector accesses
+      // and 16-byte cp.async: unit innermost stride.
+      if (bs.tensorCore && index > 0 && p != "lse" && p != "delta") {
+        auto memref = cast<MemRefType>(type);
+        type = MemRefType::get(
+            memref.getShape(), memref.getElementType(),
+            StridedLayoutAttr::get(
+                ctx, ShapedType::kDynamic,
+                {ShapedType::kDynamic, ShapedType::kDynamic, 1}));
+      }
+      argTypes.push_back(type);
+    }
     SmallVector<Type> workgroupTypes, privateTypes;
-    if (index == 1) {
+    if (bs.tensorCore && index > 0) {
+      // Tiles in dynamic workgroup memory.
+    } else if (index == 1) {
       workgroupTypes = {local({bs.blockN, bs.d}, bs.elt, workgroup),
                         local({bs.blockM, bs.d}, bs.elt, workgroup),
                         local({bs.blockM, bs.dv}, bs.doElt, workgroup),
@@ -726,6 +811,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
         {static_cast<int32_t>(spec.threads), 1, 1}));
     if (index == 0)
       buildDeltaBody(builder, loc, func, bs);
+    else if (bs.tensorCore && index == 1)
+      gpukernel::buildTensorCoreDkDvBody(builder, loc, func, bs.tcDkDv);
+    else if (bs.tensorCore)
+      gpukernel::buildTensorCoreDqBody(builder, loc, func, bs.tcDq);
     else if (index == 1)
       buildDkDvBody(builder, loc, func, bs);
     else if (bs.deterministic)

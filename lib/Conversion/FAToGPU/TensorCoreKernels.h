@@ -73,6 +73,42 @@ inline constexpr int64_t kMaxTensorCoreSharedBytes = 163 * 1024;
 void buildTensorCoreForwardBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                                 const TensorCoreForwardShape &ks);
 
+/// The static facts that shape one tensor-core backward kernel
+/// (TensorCoreBackward.cpp). For `_dkdv`, warps own key rows and the loop
+/// runs over query tiles of `dkdvBlockM` rows; for `_dq`, warps own query
+/// rows and the loop runs over key tiles of `dqBlockN` rows.
+struct TensorCoreBackwardShape {
+  Type elt; // q/k/v/do element type: f16 or bf16
+  int64_t d, dv;
+  CausalKind causal;
+  float scale;
+  int64_t numWarps;
+  int64_t mTilesPerWarp; // m16 tiles (16 own rows each) per warp
+  int64_t dkdvBlockM;    // _dkdv: queries per tile
+  int64_t dqBlockN;      // _dq: keys per tile
+  /// The block's own rows (K and V for _dkdv, Q and dO for _dq) as tiles in
+  /// workgroup memory instead of register fragments.
+  bool operandsInShared;
+};
+
+/// Byte offsets of a backward kernel's tiles in its dynamic workgroup
+/// memory: its own two operands (when operandsInShared), then the two
+/// double-buffered operands of the loop.
+struct TensorCoreBackwardLayout {
+  int64_t ownFirst, ownSecond, loopFirst, loopSecond, bytes;
+};
+
+TensorCoreBackwardLayout
+tensorCoreBackwardLayout(const TensorCoreBackwardShape &ks, bool dkdv);
+
+/// `_dkdv`: arguments q, k, v, do, lse, delta, dk, dv.
+void buildTensorCoreDkDvBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                             const TensorCoreBackwardShape &ks);
+
+/// `_dq`: arguments q, k, v, do, lse, delta, dq.
+void buildTensorCoreDqBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                           const TensorCoreBackwardShape &ks);
+
 } // namespace gpukernel
 } // namespace fa
 } // namespace mlir

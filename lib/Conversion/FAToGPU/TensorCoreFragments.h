@@ -1,0 +1,380 @@
+//===- TensorCoreFragments.h - mma.sync fragment builders ------*- C++ -*-===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builders shared by the tensor-core kernels of convert-fa-to-gpu (forward:
+// TensorCoreForward.cpp, backward: TensorCoreBackward.cpp): warp-fragment
+// arithmetic for mma.sync m16n8k16 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16"), ldmatrix addressing, and 16-byte cp.async tile copies.
+//
+// Fragment layout, lane L = 4 g + t: a C/D fragment (vector<2x2xf32>) holds
+// rows g and g + 8, columns 2t and 2t + 1 of a 16 x 8 tile; an A fragment
+// (vector<4x2xelt>) holds (row g, k 2t..), (g + 8, 2t..), (g, 8 + 2t..),
+// (g + 8, 8 + 2t..) of a 16 x 16 tile; a B fragment (vector<2x2xelt>)
+// holds (k 2t.., column g) and (k 8 + 2t.., column g) of a 16 x 8 tile.
+// The C fragments of two adjacent n8 tiles are therefore the A fragment of
+// one k16 step (FlashAttention-2, Section 3.3: P never leaves registers).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_FATOGPU_TENSORCOREFRAGMENTS_H
+#define FA_LIB_CONVERSION_FATOGPU_TENSORCOREFRAGMENTS_H
+
+#include "KernelUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+namespace mlir {
+namespace fa {
+namespace gpukernel {
+inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/// Builders for the fragment-level code of one kernel.
+struct FragmentBuilder : KernelBuilder {
+  Type elt;
+  FragmentBuilder(OpBuilder &b, Location loc, Type elt)
+      : KernelBuilder(b, loc), elt(elt) {}
+
+  VectorType vec(ArrayRef<int64_t> shape, Type t) {
+    return VectorType::get(shape, t);
+  }
+  Value extract(Value v, ArrayRef<int64_t> pos) {
+    return vector::ExtractOp::create(b, loc, v, pos);
+  }
+  Value insert(Value x, Value v, ArrayRef<int64_t> pos) {
+    return vector::InsertOp::create(b, loc, x, v, pos);
+  }
+  Value zeroAcc() {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vec({2, 2}, f32), 0.0f));
+  }
+  /// A vector<Nx2xelt> from N vector<2xelt> rows.
+  Value stack(ArrayRef<Value> rows) {
+    Value r = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(vec({(int64_t)rows.size(), 2}, elt),
+                               b.getFloatAttr(elt, 0.0)));
+    for (auto [i, row] : llvm::enumerate(rows))
+      r = insert(row, r, {(int64_t)i});
+    return r;
+  }
+  Value mma(Value a, Value bFrag, Value c) {
+    return nvgpu::MmaSyncOp::create(b, loc, a, bFrag, c,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  }
+  Value ldmatrix(Value tile, Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(b, loc, vec({4, 2}, elt), tile,
+                                     ValueRange{row, col}, transpose, 4);
+  }
+  Value maxF(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  /// 2^x on the special-function unit, denormal results flushed to zero
+  /// (`ex2.approx.ftz.f32`, max relative error 2^-22 per the PTX ISA):
+  /// one instruction, where math.exp2 on f32 becomes a range check, a
+  /// rescaling and ex2 to honour denormals that softmax does not need.
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  /// `x` reduced over the four lanes that share a fragment row.
+  Value rowReduce(Value x, bool isMax) {
+    for (int32_t offset : {1, 2}) {
+      Value other =
+          gpu::ShuffleOp::create(b, loc, x, offset, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      x = isMax ? maxF(x, other) : addF(x, other);
+    }
+    return x;
+  }
+};
+
+/// How the threads of a block split a [blockN, width] tile into 16-byte
+/// chunks: thread `tid` copies chunk tid + r * threads in round r. When
+/// `threads` is a multiple of the chunks per row, a thread's column and
+/// first row are fixed (computed once, before the key loop) and round r
+/// adds r * rowsPerRound rows.
+struct TileCopyPlan {
+  int64_t blockN, width, threads;
+  Value row0, col; // per thread, when threads % (width / 8) == 0
+};
+
+inline TileCopyPlan planTileCopy(FragmentBuilder &fb, Value tid,
+                                 int64_t blockN, int64_t width,
+                                 int64_t threads) {
+  TileCopyPlan plan{blockN, width, threads, Value(), Value()};
+  int64_t chunksPerRow = width / 8;
+  if (threads % chunksPerRow == 0) {
+    Value cpr = fb.cstIndex(chunksPerRow);
+    plan.row0 = arith::DivUIOp::create(fb.b, fb.loc, tid, cpr);
+    plan.col = fb.mul(arith::RemUIOp::create(fb.b, fb.loc, tid, cpr),
+                      fb.cstIndex(8));
+  }
+  return plan;
+}
+
+/// Copies key rows [j0, j0 + blockN) of `src[batch]` into `tile` (into
+/// `tile[buffer]` when `buffer` is given: a multi-buffered tile) with
+/// 16-byte cp.async copies (`nvgpu.device_async_copy`) and commits them as
+/// one group. A tile that ends at or before `tk` (all but the last) copies
+/// without bounds arithmetic; the last one clamps the source row and
+/// zero-fills rows at or past `tk` (src-size 0).
+inline void buildAsyncTileCopy(FragmentBuilder &fb, const TileCopyPlan &plan,
+                               Value src, Value tile, Value batch, Value j0,
+                               Value tk, Value tid, Value buffer = Value()) {
+  const int64_t blockN = plan.blockN, threads = plan.threads;
+  const int64_t chunksPerRow = plan.width / 8;
+  const int64_t chunks = blockN * chunksPerRow;
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(fb.b.getContext());
+
+  auto emitAll = [&](FragmentBuilder &x, bool bounded) {
+    SmallVector<Value> tokens;
+    Value c0 = x.cstIndex(0), c8 = x.cstIndex(8);
+    Value lastKey = bounded ? x.sub(tk, x.cstIndex(1)) : Value();
+    for (int64_t it = 0; it * threads < chunks; ++it) {
+      auto emit = [&](FragmentBuilder &y) {
+        Value row, col;
+        if (plan.row0) {
+          row = y.add(plan.row0, y.cstIndex(it * (threads / chunksPerRow)));
+          col = plan.col;
+        } else {
+          Value chunk = y.add(tid, y.cstIndex(it * threads));
+          Value cpr = y.cstIndex(chunksPerRow);
+          row = arith::DivUIOp::create(y.b, y.loc, chunk, cpr);
+          col = y.mul(arith::RemUIOp::create(y.b, y.loc, chunk, cpr), c8);
+        }
+        Value key = y.add(j0, row);
+        Value srcElements;
+        if (bounded) {
+          Value valid = y.cmpI(arith::CmpIPredicate::slt, key, tk);
+          srcElements = y.select(valid, c8, c0);
+          key = y.maxS(y.minS(key, lastKey), c0);
+        }
+        SmallVector<Value, 3> dst = {row, col};
+        if (buffer)
+          dst.insert(dst.begin(), buffer);
+        return nvgpu::DeviceAsyncCopyOp::create(
+            y.b, y.loc, tokenType, tile, dst, src,
+            ValueRange{batch, key, col}, y.b.getIndexAttr(8), srcElements,
+            y.b.getUnitAttr());
+      };
+      if ((it + 1) * threads <= chunks) {
+        tokens.push_back(emit(x));
+        continue;
+      }
+      // The ragged last round: only the first chunks % threads threads copy
+      // (the group commits their copies too).
+      Value active = x.cmpI(arith::CmpIPredicate::ult, tid,
+                            x.cstIndex(chunks - it * threads));
+      scf::IfOp::create(x.b, x.loc, active, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, x.elt);
+        emit(y);
+        scf::YieldOp::create(ib, il);
+      });
+    }
+    nvgpu::DeviceAsyncCreateGroupOp::create(x.b, x.loc, tokenType, tokens);
+  };
+
+  Value full = fb.cmpI(arith::CmpIPredicate::sle,
+                       fb.add(j0, fb.cstIndex(blockN)), tk);
+  scf::IfOp::create(
+      fb.b, fb.loc, full,
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder x(ib, il, fb.elt);
+        emitAll(x, /*bounded=*/false);
+        scf::YieldOp::create(ib, il);
+      },
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder x(ib, il, fb.elt);
+        emitAll(x, /*bounded=*/true);
+        scf::YieldOp::create(ib, il);
+      });
+}
+
+/// The warp-level products of the tensor-core kernels. `lane8`, `half8`,
+/// `quad8` (L % 8, ((L / 8) % 2) * 8, (L / 16) * 8) address the four 8 x 8
+/// matrices of an ldmatrix.x4 over a 16 x 16 block: lane L gives the row
+/// address of matrix L / 8, row L % 8.
+struct WarpMma {
+  Value lane8, half8, quad8;
+
+  static WarpMma create(FragmentBuilder &fb, Value lane) {
+    OpBuilder &b = fb.b;
+    Location loc = fb.loc;
+    WarpMma w;
+    w.lane8 = arith::RemUIOp::create(b, loc, lane, fb.cstIndex(8));
+    w.half8 = fb.mul(
+        arith::RemUIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, lane, fb.cstIndex(8)),
+            fb.cstIndex(2)),
+        fb.cstIndex(8));
+    w.quad8 = fb.mul(arith::DivUIOp::create(b, loc, lane, fb.cstIndex(16)),
+                     fb.cstIndex(8));
+    return w;
+  }
+
+  static SmallVector<Value, 3> at(ValueRange prefix, Value row, Value col) {
+    SmallVector<Value, 3> idx(prefix.begin(), prefix.end());
+    idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  }
+
+  /// The A fragment of rows [row0, row0 + 16) x columns [kc * 16, + 16) of
+  /// a row-major tile in workgroup memory.
+  Value loadA(FragmentBuilder &x, Value tile, ValueRange prefix, Value row0,
+              int64_t kc) const {
+    Value row = x.add(x.add(lane8, half8), row0);
+    Value col = x.add(quad8, x.cstIndex(kc * 16));
+    return nvgpu::LdMatrixOp::create(x.b, x.loc, x.vec({4, 2}, x.elt), tile,
+                                     at(prefix, row, col), false, 4);
+  }
+
+  /// C[r][n] = sum_kc a(r, kc) * tile[n rows, kc columns]^T for n8 tiles n
+  /// over tile rows [0, 8 * nTiles): `tile` rows are the N dimension
+  /// (ldmatrix without transpose gives B fragments of two n8 tiles per
+  /// k16 step). R m16 tiles share each B fragment.
+  SmallVector<SmallVector<Value>>
+  productABt(FragmentBuilder &x, int64_t R, int64_t kSteps, int64_t nTiles,
+             Value tile, ValueRange prefix,
+             llvm::function_ref<Value(int64_t, int64_t)> a) const {
+    SmallVector<SmallVector<Value>> c(R, SmallVector<Value>(nTiles));
+    for (auto &row : c)
+      for (Value &v : row)
+        v = x.zeroAcc();
+    Value rowInPair = x.add(lane8, quad8);
+    for (int64_t kc = 0; kc < kSteps; ++kc) {
+      SmallVector<Value> aFrag(R);
+      for (int64_t r = 0; r < R; ++r)
+        aFrag[r] = a(r, kc);
+      for (int64_t np = 0; np < nTiles / 2; ++np) {
+        Value frag = nvgpu::LdMatrixOp::create(
+            x.b, x.loc, x.vec({4, 2}, x.elt), tile,
+            at(prefix, x.add(rowInPair, x.cstIndex(np * 16)),
+               x.add(half8, x.cstIndex(kc * 16))),
+            false, 4);
+        Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
+        Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
+        for (int64_t r = 0; r < R; ++r) {
+          c[r][2 * np] = x.mma(aFrag[r], b0, c[r][2 * np]);
+          c[r][2 * np + 1] = x.mma(aFrag[r], b1, c[r][2 * np + 1]);
+        }
+      }
+    }
+    return c;
+  }
+
+  /// acc[r][n] += sum_kk a(r, kk) * tile[kk rows, n columns] for n8 tiles n
+  /// over tile columns [0, 8 * nTiles): `tile` rows are the K dimension
+  /// (ldmatrix with transpose).
+  void accumulateAB(FragmentBuilder &x, int64_t R, int64_t kSteps,
+                    int64_t nTiles, Value tile, ValueRange prefix,
+                    llvm::function_ref<Value(int64_t, int64_t)> a,
+                    SmallVectorImpl<SmallVector<Value>> &acc) const {
+    Value rowInStep = x.add(lane8, half8);
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
+      SmallVector<Value> aFrag(R);
+      for (int64_t r = 0; r < R; ++r)
+        aFrag[r] = a(r, kk);
+      for (int64_t dp = 0; dp < nTiles / 2; ++dp) {
+        Value frag = nvgpu::LdMatrixOp::create(
+            x.b, x.loc, x.vec({4, 2}, x.elt), tile,
+            at(prefix, x.add(rowInStep, x.cstIndex(kk * 16)),
+               x.add(quad8, x.cstIndex(dp * 16))),
+            true, 4);
+        Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
+        Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
+        for (int64_t r = 0; r < R; ++r) {
+          acc[r][2 * dp] = x.mma(aFrag[r], b0, acc[r][2 * dp]);
+          acc[r][2 * dp + 1] = x.mma(aFrag[r], b1, acc[r][2 * dp + 1]);
+        }
+      }
+    }
+  }
+};
+
+/// The A fragments (in `x.elt`) of the k16 steps of C fragments: C tiles
+/// 2kk and 2kk + 1 of each m16 tile become A step kk.
+inline SmallVector<SmallVector<Value>>
+toAFragments(FragmentBuilder &x, ArrayRef<SmallVector<Value>> c) {
+  SmallVector<SmallVector<Value>> a(c.size());
+  for (auto [r, row] : llvm::enumerate(c)) {
+    SmallVector<Value> narrow;
+    for (Value tile : row)
+      narrow.push_back(arith::TruncFOp::create(x.b, x.loc,
+                                               x.vec({2, 2}, x.elt), tile));
+    for (size_t kk = 0; kk + 1 < narrow.size(); kk += 2)
+      a[r].push_back(x.stack({x.extract(narrow[kk], {0}),
+                              x.extract(narrow[kk], {1}),
+                              x.extract(narrow[kk + 1], {0}),
+                              x.extract(narrow[kk + 1], {1})}));
+  }
+  return a;
+}
+
+/// The A fragment of rows (row0, row1) = (g, g + 8) of an m16 tile and
+/// columns kc * 16 + {2t, 8 + 2t} (+0, +1), read from global memory
+/// `src[batch]` (rank 3, unit innermost stride) with pair loads.
+inline Value loadAFromGlobal(FragmentBuilder &x, Value src, Value batch,
+                             Value row0, Value row1, Value t2, int64_t kc) {
+  auto pairType = x.vec({2}, x.elt);
+  Value col0 = x.add(t2, x.cstIndex(kc * 16));
+  Value col1 = x.add(col0, x.cstIndex(8));
+  SmallVector<Value> parts;
+  for (auto [row, col] : {std::pair{row0, col0}, std::pair{row1, col0},
+                          std::pair{row0, col1}, std::pair{row1, col1}})
+    parts.push_back(vector::LoadOp::create(x.b, x.loc, pairType, src,
+                                           ValueRange{batch, row, col}));
+  return x.stack(parts);
+}
+
+/// Stores C fragments `acc[n]` (rows g / g + 8 as `half` 0 / 1) times
+/// `factor` into row `row` of `dst[batch]` at columns n * 8 + 2t, in
+/// dst's element type.
+inline void storeFragmentRow(FragmentBuilder &x, ArrayRef<Value> acc,
+                             int64_t half, Value factor, Value dst,
+                             Value batch, Value row, Value t2) {
+  Type eltOut = cast<MemRefType>(dst.getType()).getElementType();
+  Value splat = vector::BroadcastOp::create(x.b, x.loc, x.vec({2}, x.f32),
+                                            factor);
+  for (auto [n, tile] : llvm::enumerate(acc)) {
+    Value pair = x.mulF(x.extract(tile, {half}), splat);
+    if (eltOut != x.f32)
+      pair = arith::TruncFOp::create(x.b, x.loc, x.vec({2}, eltOut), pair);
+    vector::StoreOp::create(
+        x.b, x.loc, pair, dst,
+        ValueRange{batch, row, x.add(t2, x.cstIndex((int64_t)n * 8))});
+  }
+}
+
+/// Waits until every cp.async group of this thread has completed.
+inline void buildWaitAllCopies(FragmentBuilder &fb) {
+  NVVM::CpAsyncWaitGroupOp::create(fb.b, fb.loc, 0);
+}
+
+
+} // namespace gpukernel
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_LIB_CONVERSION_FATOGPU_TENSORCOREFRAGMENTS_H
