@@ -15,7 +15,10 @@ float64 CPU check), then on the same rounded inputs:
 
 A case passes when fa-run passed (all written, no NaN, within its own
 tolerances) and our error is at most --ratio (2) times SDPA's, or, for f32,
-at most 1e-5. Rows that see no key (bottom_right with Tq > Tk, Tk = 0) must
+at most 1e-5, or below 1/64 of the dtype's unit roundoff (f16 1.5e-5, bf16
+1.2e-4: a case whose exact answer is nearly representable, such as one
+visible key, where both errors are rounding noise and their ratio means
+nothing). Rows that see no key (bottom_right with Tq > Tk, Tk = 0) must
 be exactly 0 in ours; SDPA's output there is policy, not error (math gives
 NaN, cuDNN non-zero values), and is set to 0 before comparing. Prints a table, then 'N passed, N failed'; exits 1 on
 any failure.
@@ -29,7 +32,7 @@ torch autograd on the GPU, and PyTorch's own backward (autograd through
 SDPA, flash first, on the same rounded q, k, v, do in the dtype) is
 compared with the same reference. A case passes when fa-run passed and
 each of dq, dk, dv has ours <= --ratio x SDPA's error, or, for f32,
-ours <= 1e-5 relative.
+ours <= 1e-5 relative, or ours below the noise floor above.
 
 Usually run through scripts/gpu-check.sh on the device machine.
 """
@@ -51,6 +54,13 @@ import torch.nn.functional as F
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 F32_ABS_TOL = 1e-5
+
+
+def noise_floor(dtype: str) -> float:
+    """Relative errors below 1/64 of the dtype's unit roundoff pass whatever
+    SDPA's error is (f16: 2^-10 / 64, bf16: 2^-7 / 64; f32 has its own
+    absolute tolerance)."""
+    return {"f16": 2.0 ** -10 / 64, "bf16": 2.0 ** -7 / 64}.get(dtype, 0.0)
 
 
 def read_manifest(path):
@@ -296,7 +306,7 @@ def check_backward_case(args, manifest, fields, shape, index):
     ratios = []
     for i, e in enumerate(ours):
         s_err = sdpa[i] if sdpa else None
-        good = dtype == "f32" and e <= F32_ABS_TOL
+        good = (dtype == "f32" and e <= F32_ABS_TOL) or e <= noise_floor(dtype)
         if s_err is not None and math.isfinite(s_err):
             ratios.append(e / s_err if s_err > 0 else
                           (math.inf if e > 0 else 0.0))
@@ -394,7 +404,8 @@ def check_case(args, manifest, fields, shape, index):
     if norm_zero:
         within = ours == 0.0
     else:
-        within = dtype == "f32" and ours <= F32_ABS_TOL
+        within = ((dtype == "f32" and ours <= F32_ABS_TOL)
+                  or ours <= noise_floor(dtype))
         if sdpa is not None and math.isfinite(sdpa):
             if sdpa > 0:
                 row["ratio"] = ours / sdpa
