@@ -5,7 +5,8 @@
 # T = SEQLEN (default 4096) with B * H = 16k / T * 2048 / D (the standard
 # grid's batch); then SDPA flash and cudnn on the same shapes.
 # usage: bench/tc_sweep.sh DIR   (needs fa-run: FA_RUN, default
-#        /tmp/fa-rt-build/bin/fa-run, built by scripts/gpu-check.sh)
+#        /tmp/fa-rt-build/bin/fa-run, built by scripts/gpu-check.sh;
+#        SKIP_SDPA=1 leaves out the SDPA timings)
 set -uo pipefail
 DIR=${1:-.dev/sweep}
 FA_RUN=${FA_RUN:-/tmp/fa-rt-build/bin/fa-run}
@@ -23,6 +24,7 @@ for m in "$DIR"/*.manifest; do
   fi
   echo "$name | $check | $time"
 done
+[ -n "${SKIP_SDPA:-}" ] && exit 0
 python3 - "$T" <<'PY'
 import sys, torch
 from torch.nn.attention import sdpa_kernel, SDPBackend
