@@ -56,6 +56,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
+#include <map>
 #include <limits>
 
 using namespace mlir;
@@ -87,21 +88,12 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
   // Tiles in dynamic workgroup memory, in this order: [Q,] K, V (layout of
   // tensorCoreSharedLayout).
   TensorCoreSharedLayout layout = tensorCoreSharedLayout(ks);
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  Value dynShared = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
-  auto tileView = [&](int64_t offset, int64_t rows, int64_t width) {
-    auto type = MemRefType::get({rows, width + kTensorCoreRowPad}, ks.elt,
-                                MemRefLayoutAttrInterface(), workgroup);
-    return memref::ViewOp::create(b, loc, type, dynShared,
-                                  fb.cstIndex(offset), ValueRange{});
-  };
-  Value qTile = ks.qInShared ? tileView(layout.qOffset, blockM, ks.d) : Value();
-  Value kTile = tileView(layout.kOffset, blockN, ks.d);
-  Value vTile = tileView(layout.vOffset, blockN, ks.dv);
+  Value smem = dynamicShared(fb);
+  Value qTile = ks.qInShared
+                    ? sharedTile(fb, smem, layout.qOffset, 0, blockM, ks.d)
+                    : Value();
+  Value kTile = sharedTile(fb, smem, layout.kOffset, 0, blockN, ks.d);
+  Value vTile = sharedTile(fb, smem, layout.vOffset, 0, blockN, ks.dv);
   Value c0 = fb.cstIndex(0), c1 = fb.cstIndex(1);
   Value zero = fb.cstF32(0.0), ninf = fb.cstF32(kNegInf);
   Value tq = memref::DimOp::create(b, loc, q, 1);
@@ -115,13 +107,9 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
         fb.sub(gpu::GridDimOp::create(b, loc, gpu::Dimension::x), c1),
         queryBlock);
   Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value c32 = fb.cstIndex(32), c4 = fb.cstIndex(4);
-  Value lane = arith::RemUIOp::create(b, loc, tid, c32);
-  Value warp = arith::DivUIOp::create(b, loc, tid, c32);
-  Value g = arith::DivUIOp::create(b, loc, lane, c4);
-  Value t = arith::RemUIOp::create(b, loc, lane, c4);
-  Value t2 = fb.mul(t, fb.cstIndex(2));
+  LaneIds ids = LaneIds::create(fb);
+  Value tid = ids.tid, warp = ids.warp, g = ids.g, t = ids.t, t2 = ids.t2;
+  WarpMma wm = WarpMma::create(fb, ids.lane);
 
   Value i0 = fb.mul(queryBlock, fb.cstIndex(blockM));
   Value warpRow0 = fb.add(i0, fb.mul(warp, fb.cstIndex(16 * R)));
@@ -153,47 +141,20 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
   }
   buildAsyncTileCopy(fb, kPlan, k, kTile, batch, c0, tk, tid);
 
-  // Lane addressing of an ldmatrix.x4 over a 16 x 16 block: lane L gives
-  // the row address of matrix L / 8, row L % 8. lane8 = L % 8,
-  // half8 = ((L / 8) % 2) * 8, quad8 = (L / 16) * 8.
-  Value lane8 = arith::RemUIOp::create(b, loc, lane, fb.cstIndex(8));
-  Value half8 = fb.mul(
-      arith::RemUIOp::create(
-          b, loc, arith::DivUIOp::create(b, loc, lane, fb.cstIndex(8)),
-          fb.cstIndex(2)),
-      fb.cstIndex(8));
-  Value quad8 = fb.mul(arith::DivUIOp::create(b, loc, lane, fb.cstIndex(16)),
-                       fb.cstIndex(8));
-
   // Q fragments: qFrag[r][kc] = A operand of rows (r, g / g + 8), columns
   // kc * 16 + {2t, 2t + 1, 8 + 2t, 9 + 2t}: in registers for the whole key
   // loop, loaded from global memory here (rows past Tq read row Tq - 1;
   // their results are never stored); or, with qInShared, loaded from the Q
   // tile by ldmatrix at each use (matrices: rows 0-7 / 8-15 x columns
   // 0-7, then 8-15).
-  auto loadQFrag = [&](FragmentBuilder &x, int64_t r, int64_t kc) {
-    Value row = x.add(x.add(lane8, half8),
-                      x.add(x.mul(warp, x.cstIndex(16 * R)),
-                            x.cstIndex(16 * r)));
-    return x.ldmatrix(qTile, row, x.add(quad8, x.cstIndex(kc * 16)),
-                      /*transpose=*/false);
-  };
+  Value warpRowLocal = fb.mul(warp, fb.cstIndex(16 * R));
   Value lastRow = fb.maxS(fb.sub(tq, c1), c0);
-  auto pairType = fb.vec({2}, ks.elt);
   SmallVector<SmallVector<Value>> qFrag(R);
   for (int64_t r = 0; r < R && !ks.qInShared; ++r) {
     Value row0 = fb.minS(rowOf(fb, r, 0), lastRow);
     Value row1 = fb.minS(rowOf(fb, r, 1), lastRow);
-    for (int64_t kc = 0; kc < dChunks; ++kc) {
-      Value col0 = fb.add(t2, fb.cstIndex(kc * 16));
-      Value col1 = fb.add(col0, fb.cstIndex(8));
-      SmallVector<Value> parts;
-      for (auto [row, col] : {std::pair{row0, col0}, std::pair{row1, col0},
-                              std::pair{row0, col1}, std::pair{row1, col1}})
-        parts.push_back(vector::LoadOp::create(b, loc, pairType, q,
-                                               ValueRange{batch, row, col}));
-      qFrag[r].push_back(fb.stack(parts));
-    }
+    for (int64_t kc = 0; kc < dChunks; ++kc)
+      qFrag[r].push_back(loadAFromGlobal(fb, q, batch, row0, row1, t2, kc));
   }
 
   // Loop-carried: O accumulators [R][oTiles], then m and l [R][2].
@@ -222,31 +183,16 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
         gpu::BarrierOp::create(lb, ll);
         buildAsyncTileCopy(x, vPlan, v, vTile, batch, j0, tk, tid);
 
-        // S = Q K_j^T. One ldmatrix.x4 gives the B fragments of two n8
-        // tiles for one k16 step: lane L addresses key row
-        // np * 16 + (L / 16) * 8 + L % 8, column kc * 16 + ((L / 8) % 2) * 8.
-        Value kRowInPair = x.add(lane8, quad8);
-        Value kColHalf = half8;
-        SmallVector<SmallVector<Value>> s(R, SmallVector<Value>(sTiles));
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t n = 0; n < sTiles; ++n)
-            s[r][n] = x.zeroAcc();
-        for (int64_t kc = 0; kc < dChunks; ++kc) {
-          SmallVector<Value> a(R);
-          for (int64_t r = 0; r < R; ++r)
-            a[r] = ks.qInShared ? loadQFrag(x, r, kc) : qFrag[r][kc];
-          for (int64_t np = 0; np < sTiles / 2; ++np) {
-            Value frag = x.ldmatrix(
-                kTile, x.add(kRowInPair, x.cstIndex(np * 16)),
-                x.add(kColHalf, x.cstIndex(kc * 16)), /*transpose=*/false);
-            Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
-            Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
-            for (int64_t r = 0; r < R; ++r) {
-              s[r][2 * np] = x.mma(a[r], b0, s[r][2 * np]);
-              s[r][2 * np + 1] = x.mma(a[r], b1, s[r][2 * np + 1]);
-            }
-          }
-        }
+        // S = Q K_j^T (B fragments: ldmatrix of K rows).
+        SmallVector<SmallVector<Value>> s = wm.productABt(
+            x, R, dChunks, sTiles, kTile, ValueRange{},
+            [&](int64_t r, int64_t kc) {
+              return ks.qInShared
+                         ? wm.loadA(x, qTile, {},
+                                    x.add(warpRowLocal, x.cstIndex(16 * r)),
+                                    kc)
+                         : qFrag[r][kc];
+            });
 
         // Scale first when the scale is not positive (then the max of the
         // raw scores is not the max of the scaled ones).
@@ -273,53 +219,33 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
                                    x.add(warpRow0, causalOffset));
           needMask = arith::OrIOp::create(lb, ll, needMask, straddles);
         }
-        SmallVector<Value> flat;
-        for (auto &row : s)
-          llvm::append_range(flat, row);
-        SmallVector<Type> flatTypes(flat.size(), x.vec({2, 2}, f32));
-        auto maskIf = scf::IfOp::create(
-            lb, ll, flatTypes, needMask, /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(lb);
-          lb.setInsertionPointToStart(maskIf.thenBlock());
-          FragmentBuilder y(lb, ll, ks.elt);
-          SmallVector<Value> masked;
-          for (int64_t r = 0; r < R; ++r) {
-            Value limit[2];
-            for (int64_t h = 0; h < 2; ++h) {
-              // Keys > limit are hidden from row rowOf(r, h).
-              Value rowLimit = x.cstIndex(std::numeric_limits<int32_t>::max());
-              if (ks.causal != CausalKind::none)
-                rowLimit = y.add(rowOf(y, r, h), causalOffset);
-              limit[h] = y.minS(rowLimit, y.sub(tk, c1));
-            }
-            for (int64_t n = 0; n < sTiles; ++n) {
-              Value tile = flat[r * sTiles + n];
-              for (int64_t h = 0; h < 2; ++h)
-                for (int64_t e = 0; e < 2; ++e) {
-                  Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
-                  Value hidden =
-                      y.cmpI(arith::CmpIPredicate::sgt, key, limit[h]);
-                  Value val = y.extract(tile, {h, e});
-                  tile = y.insert(y.select(hidden, ninf, val), tile, {h, e});
-                }
-              masked.push_back(tile);
-            }
-          }
-          scf::YieldOp::create(lb, ll, masked);
-          lb.setInsertionPointToStart(maskIf.elseBlock());
-          scf::YieldOp::create(lb, ll, flat);
-        }
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t n = 0; n < sTiles; ++n)
-            s[r][n] = maskIf.getResult(r * sTiles + n);
+        // Key j0 + n * 8 + 2t + e is hidden from row rowOf(r, h) when it is
+        // past limit(r, h) = min(row + offset, Tk - 1) (Tk - 1 without
+        // causal): one compare per element, the limits built once per row
+        // inside the masked branch.
+        std::map<std::pair<int64_t, int64_t>, Value> limits;
+        maskFragments(
+            x, needMask, s,
+            [&](FragmentBuilder &y, int64_t r, int64_t n, int64_t h,
+                int64_t e) {
+              Value &limit = limits[{r, h}];
+              if (!limit) {
+                Value lastKey = y.sub(tk, c1);
+                limit = ks.causal == CausalKind::none
+                            ? lastKey
+                            : y.minS(y.add(rowOf(y, r, h), causalOffset),
+                                     lastKey);
+              }
+              Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
+              return y.cmpI(arith::CmpIPredicate::sgt, key, limit);
+            });
 
         // Online softmax per fragment row (FlashAttention-2, Algorithm 1,
         // lines 9-10), in log2 units: m is max(scale * log2(e) * s).
         SmallVector<Value> newAcc = acc, newM(2 * R), newL(2 * R);
         SmallVector<Value> alphas(2 * R);
         Value anyMaxChanged;
-        SmallVector<SmallVector<Value>> pFrag(R);
+        SmallVector<SmallVector<Value>> p(R);
         for (int64_t r = 0; r < R; ++r) {
           Value mUse[2];
           for (int64_t h = 0; h < 2; ++h) {
@@ -346,28 +272,16 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
           // p = exp2(s * c - m') in place, and the lane's partial row sums.
           Value negM[2] = {arith::NegFOp::create(lb, ll, mUse[0]),
                            arith::NegFOp::create(lb, ll, mUse[1])};
-          SmallVector<Value> pTiles;
-          for (int64_t n = 0; n < sTiles; ++n) {
-            Value tile = s[r][n];
-            for (int64_t h = 0; h < 2; ++h)
-              for (int64_t e = 0; e < 2; ++e) {
-                Value p = x.exp2(x.fma(x.extract(tile, {h, e}), scaleC,
-                                       negM[h]));
-                newL[2 * r + h] = x.addF(newL[2 * r + h], p);
-                tile = x.insert(p, tile, {h, e});
-              }
-            pTiles.push_back(
-                arith::TruncFOp::create(lb, ll, x.vec({2, 2}, ks.elt), tile));
-          }
-          // The C fragments of n8 tiles 2kk and 2kk + 1 are the A fragment
-          // of the k16 step kk of P V: rows g, g + 8 at columns 2t and
-          // 8 + 2t.
-          for (int64_t kk = 0; kk < sTiles / 2; ++kk)
-            pFrag[r].push_back(x.stack({x.extract(pTiles[2 * kk], {0}),
-                                        x.extract(pTiles[2 * kk], {1}),
-                                        x.extract(pTiles[2 * kk + 1], {0}),
-                                        x.extract(pTiles[2 * kk + 1], {1})}));
+          for (int64_t n = 0; n < sTiles; ++n)
+            p[r].push_back(mapFragment(
+                x, s[r][n], [&](Value v, int64_t h, int64_t) {
+                  Value e = x.exp2(x.fma(v, scaleC, negM[h]));
+                  newL[2 * r + h] = x.addF(newL[2 * r + h], e);
+                  return e;
+                }));
         }
+        // P in q's type as the A fragments of P V (no shared memory).
+        SmallVector<SmallVector<Value>> pFrag = toAFragments(x, p);
 
         // O *= alpha, only in a thread where some row's max moved: where it
         // did not, alpha = exp2(0) = 1 exactly (once every row has seen its
@@ -411,25 +325,12 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
           scf::YieldOp::create(ib, il);
         });
 
-        // O += P V_j. ldmatrix.x4.trans gives the B fragments of two n8
-        // tiles of O for one k16 step of keys: lane L addresses key row
-        // kk * 16 + ((L / 8) % 2) * 8 + L % 8, column dp * 16 + (L / 16) * 8.
-        for (int64_t kk = 0; kk < sTiles / 2; ++kk) {
-          for (int64_t dp = 0; dp < oTiles / 2; ++dp) {
-            Value frag = x.ldmatrix(
-                vTile, x.add(x.add(lane8, half8), x.cstIndex(kk * 16)),
-                x.add(quad8, x.cstIndex(dp * 16)),
-                /*transpose=*/true);
-            Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
-            Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
-            for (int64_t r = 0; r < R; ++r) {
-              Value &a0 = newAcc[r * oTiles + 2 * dp];
-              Value &a1 = newAcc[r * oTiles + 2 * dp + 1];
-              a0 = x.mma(pFrag[r][kk], b0, a0);
-              a1 = x.mma(pFrag[r][kk], b1, a1);
-            }
-          }
-        }
+        // O += P V_j (B fragments: ldmatrix.trans of V rows).
+        SmallVector<SmallVector<Value>> o2 = unflatten(newAcc, R, oTiles);
+        wm.accumulateAB(
+            x, R, sTiles / 2, oTiles, vTile, ValueRange{},
+            [&](int64_t r, int64_t kk) { return pFrag[r][kk]; }, o2);
+        newAcc = flatten(o2);
 
         SmallVector<Value> yielded = newAcc;
         llvm::append_range(yielded, newM);
@@ -453,17 +354,8 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
       Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
       scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
         FragmentBuilder y(ib, il, ks.elt);
-        for (int64_t n = 0; n < oTiles; ++n) {
-          Value pair = y.extract(loop.getResult(r * oTiles + n), {h});
-          Value splat = vector::BroadcastOp::create(ib, il, y.vec({2}, f32),
-                                                    inv);
-          pair = y.mulF(pair, splat);
-          if (ks.oElt != f32)
-            pair = arith::TruncFOp::create(ib, il, y.vec({2}, ks.oElt), pair);
-          vector::StoreOp::create(
-              ib, il, pair, o,
-              ValueRange{batch, row, y.add(t2, y.cstIndex(n * 8))});
-        }
+        SmallVector<Value> accRow(loop.getResults().slice(r * oTiles, oTiles));
+        storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
         if (lse) {
           Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, c0);
           scf::IfOp::create(ib, il, isFirst, [&](OpBuilder &sb, Location sl) {

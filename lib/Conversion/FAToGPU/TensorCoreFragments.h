@@ -23,6 +23,7 @@
 #define FA_LIB_CONVERSION_FATOGPU_TENSORCOREFRAGMENTS_H
 
 #include "KernelUtils.h"
+#include "TensorCoreKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -365,6 +366,119 @@ inline void storeFragmentRow(FragmentBuilder &x, ArrayRef<Value> acc,
         x.b, x.loc, pair, dst,
         ValueRange{batch, row, x.add(t2, x.cstIndex((int64_t)n * 8))});
   }
+}
+
+/// Per-thread indices shared by both kernels.
+struct LaneIds {
+  Value tid, lane, warp, g, t, t2;
+
+  static LaneIds create(FragmentBuilder &fb) {
+    OpBuilder &b = fb.b;
+    Location loc = fb.loc;
+    LaneIds ids;
+    ids.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value c32 = fb.cstIndex(32), c4 = fb.cstIndex(4);
+    ids.lane = arith::RemUIOp::create(b, loc, ids.tid, c32);
+    ids.warp = arith::DivUIOp::create(b, loc, ids.tid, c32);
+    ids.g = arith::DivUIOp::create(b, loc, ids.lane, c4);
+    ids.t = arith::RemUIOp::create(b, loc, ids.lane, c4);
+    ids.t2 = fb.mul(ids.t, fb.cstIndex(2));
+    return ids;
+  }
+};
+
+/// A tile view of the dynamic workgroup memory at `offset` bytes:
+/// [buffers x] rows x (width + pad) of `elt`.
+inline Value sharedTile(FragmentBuilder &fb, Value dynShared, int64_t offset,
+                 int64_t buffers, int64_t rows, int64_t width) {
+  auto workgroup = gpu::AddressSpaceAttr::get(fb.b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  SmallVector<int64_t> shape;
+  if (buffers)
+    shape.push_back(buffers);
+  shape.push_back(rows);
+  shape.push_back(width + kTensorCoreRowPad);
+  auto type = MemRefType::get(shape, fb.elt, MemRefLayoutAttrInterface(),
+                              workgroup);
+  return memref::ViewOp::create(fb.b, fb.loc, type, dynShared,
+                                fb.cstIndex(offset), ValueRange{});
+}
+
+inline Value dynamicShared(FragmentBuilder &fb) {
+  auto workgroup = gpu::AddressSpaceAttr::get(fb.b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  return gpu::DynamicSharedMemoryOp::create(
+      fb.b, fb.loc,
+      MemRefType::get({ShapedType::kDynamic}, fb.b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+}
+
+/// Element (h, e) of C fragment `tile` replaced by f(value).
+template <typename Fn>
+inline Value mapFragment(FragmentBuilder &x, Value tile, Fn fn) {
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t e = 0; e < 2; ++e)
+      tile = x.insert(fn(x.extract(tile, {h, e}), h, e), tile, {h, e});
+  return tile;
+}
+
+/// `tiles` (R x n C fragments) with elements where hidden(r, n, h, e)
+/// holds set to -inf, under an scf.if on `needMask` (else unchanged).
+inline void maskFragments(
+    FragmentBuilder &x, Value needMask, SmallVectorImpl<SmallVector<Value>> &tiles,
+    llvm::function_ref<Value(FragmentBuilder &, int64_t, int64_t, int64_t,
+                             int64_t)>
+        hidden) {
+  SmallVector<Value> flat;
+  for (auto &row : tiles)
+    llvm::append_range(flat, row);
+  SmallVector<Type> types(flat.size(), x.vec({2, 2}, x.f32));
+  auto ifOp = scf::IfOp::create(x.b, x.loc, types, needMask,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(x.b);
+    x.b.setInsertionPointToStart(ifOp.thenBlock());
+    FragmentBuilder y(x.b, x.loc, x.elt);
+    Value ninf = y.cstF32(kNegInf);
+    SmallVector<Value> masked;
+    for (auto [r, row] : llvm::enumerate(tiles))
+      for (auto [n, tile] : llvm::enumerate(row))
+        masked.push_back(mapFragment(y, tile, [&](Value v, int64_t h,
+                                                  int64_t e) {
+          return y.select(hidden(y, r, n, h, e), ninf, v);
+        }));
+    scf::YieldOp::create(x.b, x.loc, masked);
+    x.b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(x.b, x.loc, flat);
+  }
+  int64_t i = 0;
+  for (auto &row : tiles)
+    for (Value &tile : row)
+      tile = ifOp.getResult(i++);
+}
+
+inline SmallVector<Value> flatten(ArrayRef<SmallVector<Value>> tiles) {
+  SmallVector<Value> flat;
+  for (auto &row : tiles)
+    llvm::append_range(flat, row);
+  return flat;
+}
+
+inline SmallVector<SmallVector<Value>> unflatten(ValueRange flat, int64_t rows,
+                                          int64_t cols) {
+  SmallVector<SmallVector<Value>> tiles(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    tiles[r].assign(flat.begin() + r * cols, flat.begin() + (r + 1) * cols);
+  return tiles;
+}
+
+inline SmallVector<SmallVector<Value>> zeroTiles(FragmentBuilder &x, int64_t rows,
+                                          int64_t cols) {
+  SmallVector<SmallVector<Value>> tiles(rows);
+  for (auto &row : tiles)
+    for (int64_t n = 0; n < cols; ++n)
+      row.push_back(x.zeroAcc());
+  return tiles;
 }
 
 /// Waits until every cp.async group of this thread has completed.
