@@ -116,6 +116,24 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     [1, 1024] as well; the dk/dv tiles are halved, the larger first, until
     they fit in 48 KiB of static shared memory. Nothing of size Tq x Tk is
     allocated.
+
+    With `tensor-cores`, an `fa.attention_backward` with f16 or bf16 q/k/v
+    and dO and head dims that are multiples of 16 up to 128 gets the
+    tensor-core backward (lib/Conversion/FAToGPU/TensorCoreBackward.cpp),
+    always as the deterministic kernel list: `_delta` (scalar), then
+    `_dkdv` (`num-warps` warps of 16 keys, block-n keys per block, looping
+    over query tiles of block-m rows: S^T = K Q^T, P^T from lse,
+    dV += P^T dO, dP^T = V dO^T, dS^T, dK += dS^T Q, the P^T and dS^T
+    fragments used as A operands from registers) and `_dq` (16 * num-warps
+    queries per block over key tiles of block-n rows: S, P, dP, dS,
+    dQ += dS K). Q/dO (resp. K/V) tiles are double-buffered by cp.async;
+    K and V (resp. Q and dO) stay in registers when their fragments take at
+    most 32 registers, else in workgroup memory. Defaults: 4 warps; dk/dv
+    blocks of 64 keys over query tiles of 48 (head dims up to 64) or 32;
+    dq blocks of 64 queries over key tiles of 64 or 32. S and dP are
+    computed in both kernels (7 tile products instead of FlashAttention-2's
+    5) in exchange for no atomics and no transposes through workgroup
+    memory.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
