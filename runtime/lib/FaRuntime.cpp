@@ -510,6 +510,14 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
       return fa::rt::reportError(FA_RT_ERROR_INVALID_ARGUMENT,
                                  "faRtBackwardLaunch: " + name +
                                      " is a null pointer");
+    // The tensor-core kernels copy rows with 16-byte cp.async.
+    if (m.rowAlign > 0 && name != "lse" && sizes.size() == 3 &&
+        ptr % static_cast<uint64_t>(m.rowAlign) != 0)
+      return fa::rt::reportError(
+          FA_RT_ERROR_INVALID_ARGUMENT,
+          "faRtBackwardLaunch: " + name + " must be " +
+              std::to_string(m.rowAlign) + "-byte aligned for '" + m.name +
+              "' (row_align)");
   }
 
   CUcontext current = nullptr;

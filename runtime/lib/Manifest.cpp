@@ -634,7 +634,7 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
       "scale",   "batch", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v"};
   static const char *const headerOptional[] = {
       "chip",     "o_dtype",  "do_dtype",    "dq_dtype",
-      "dk_dtype", "dv_dtype", "batch_shape", "deterministic"};
+      "dk_dtype", "dv_dtype", "batch_shape", "deterministic", "row_align"};
   static const char *const kernelKeys[] = {"threads",      "block_m", "block_n",
                                            "shared_bytes", "params",  "grid"};
   auto isIn = [](const std::string &key, auto &list) {
@@ -825,6 +825,9 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
           if (value != "0" && value != "1")
             return invalid(value, "0 or 1");
           manifest.deterministic = value == "1";
+        } else if (key == "row_align") {
+          if (!parseCount(value, false, manifest.rowAlign))
+            return invalid(value, "a non-negative integer");
         } else {
           faRtDtype dtype;
           if (!parseDtype(value, dtype))

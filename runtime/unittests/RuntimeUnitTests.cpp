@@ -728,6 +728,15 @@ static void testBackwardManifestGood() {
   EXPECT_EQ(fa::rt::parseBackwardManifest(defaults, "b.manifest", m),
             FA_RT_SUCCESS);
   EXPECT_EQ(m.dvDtype, FA_RT_DTYPE_BF16);
+  EXPECT_EQ(m.rowAlign, 0);
+
+  // The tensor-core kernels' row alignment.
+  fa::rt::BackwardManifest aligned;
+  EXPECT_EQ(fa::rt::parseBackwardManifest(
+                backwardWith("dv_dtype f32\n", "dv_dtype f32\nrow_align 16\n"),
+                "b.manifest", aligned),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(aligned.rowAlign, 16);
 }
 
 static void testBackwardManifestMalformed() {

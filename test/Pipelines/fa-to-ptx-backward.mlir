@@ -85,6 +85,7 @@
 // 32; dynamic workgroup memory.
 // TC:chip sm_80
 // TC:deterministic 1
+// TC-NEXT:row_align 16
 // TC-NEXT:scratch delta f32 batch seqlen_q
 // TC-NEXT:kernel grads_attention_backward_0_delta
 // TC:kernel grads_attention_backward_0_dkdv

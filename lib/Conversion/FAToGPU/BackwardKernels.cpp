@@ -692,6 +692,9 @@ static DictionaryAttr buildBackwardManifest(Builder &b,
       b.getNamedAttr("scratch", b.getArrayAttr(scratch)),
       b.getNamedAttr("kernels", b.getArrayAttr(kernelAttrs)),
   };
+  // The tensor-core kernels copy rows with 16-byte cp.async.
+  if (bs.tensorCore)
+    entries.push_back(b.getNamedAttr("row_align", b.getI64IntegerAttr(16)));
   return b.getDictionaryAttr(entries);
 }
 

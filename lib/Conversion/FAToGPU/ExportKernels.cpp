@@ -63,7 +63,7 @@ static constexpr llvm::StringLiteral kBackwardKeyOrder[] = {
     "dtype",      "o_dtype",     "do_dtype", "dq_dtype", "dk_dtype",
     "dv_dtype",   "causal",      "scale",    "batch",    "batch_shape",
     "seqlen_q",   "seqlen_k",    "head_dim", "head_dim_v",
-    "deterministic"};
+    "deterministic", "row_align"};
 
 /// The keys of one kernel section of a backward manifest, in order.
 static constexpr llvm::StringLiteral kKernelKeyOrder[] = {

@@ -150,6 +150,9 @@ struct BackwardManifest {
   int64_t seqlenQ = kDynamic, seqlenK = kDynamic;
   int64_t headDim = 0, headDimV = 0;
   bool deterministic = false;
+  /// Bytes each q/k/v/o/do/dq/dk/dv row start must be a multiple of
+  /// (`row_align`; 0 or absent: element alignment only).
+  int64_t rowAlign = 0;
   std::vector<ScratchBuffer> scratch;
   std::vector<KernelLaunch> kernels;
   std::string ptxPath() const; ///< ptx resolved against dir
