@@ -182,10 +182,19 @@ void mlir::fa::gpukernel::buildTensorCoreDkDvBody(
     buildAsyncTileCopy(fb, planTileCopy(fb, ids.tid, blockN, ks.dv, threads),
                        v, vTile, batch, j0, tk, ids.tid);
   }
+  // The first query tile, unless no query block is visited (Tq = 0 gives
+  // q no storage).
   Value i0First = fb.mul(firstBlock, bm);
-  buildAsyncTileCopy(fb, qPlan, q, qBufs, batch, i0First, tq, ids.tid, c0);
-  buildAsyncTileCopy(fb, doPlan, dout, doBufs, batch, i0First, tq, ids.tid,
-                     c0);
+  scf::IfOp::create(
+      b, loc, fb.cmpI(arith::CmpIPredicate::slt, firstBlock, numQueryBlocks),
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, ks.elt);
+        buildAsyncTileCopy(y, qPlan, q, qBufs, batch, i0First, tq, ids.tid,
+                           c0);
+        buildAsyncTileCopy(y, doPlan, dout, doBufs, batch, i0First, tq,
+                           ids.tid, c0);
+        scf::YieldOp::create(ib, il);
+      });
 
   // K and V fragments (A operands, rows = keys): registers for the whole
   // loop, or ldmatrix from the block's tiles at each use.
@@ -422,8 +431,15 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
     buildAsyncTileCopy(fb, planTileCopy(fb, ids.tid, blockM, ks.dv, threads),
                        dout, doTile, batch, i0, tq, ids.tid);
   }
-  buildAsyncTileCopy(fb, kPlan, k, kBufs, batch, c0, tk, ids.tid, c0);
-  buildAsyncTileCopy(fb, vPlan, v, vBufs, batch, c0, tk, ids.tid, c0);
+  // The first key tile, unless no key block is visited (Tk = 0).
+  scf::IfOp::create(
+      b, loc, fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0),
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, ks.elt);
+        buildAsyncTileCopy(y, kPlan, k, kBufs, batch, c0, tk, ids.tid, c0);
+        buildAsyncTileCopy(y, vPlan, v, vBufs, batch, c0, tk, ids.tid, c0);
+        scf::YieldOp::create(ib, il);
+      });
 
   // Q and dO fragments, -lse log2 e and delta of this lane's rows.
   Value lastRow = fb.maxS(fb.sub(tq, c1), c0);

@@ -139,7 +139,14 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
     TileCopyPlan qPlan = planTileCopy(fb, tid, blockM, ks.d, threads);
     buildAsyncTileCopy(fb, qPlan, q, qTile, batch, i0, tq, tid);
   }
-  buildAsyncTileCopy(fb, kPlan, k, kTile, batch, c0, tk, tid);
+  // No copy when no key block is visited (Tk = 0 gives k no storage).
+  scf::IfOp::create(
+      b, loc, fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0),
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, ks.elt);
+        buildAsyncTileCopy(y, kPlan, k, kTile, batch, c0, tk, tid);
+        scf::YieldOp::create(ib, il);
+      });
 
   // Q fragments: qFrag[r][kc] = A operand of rows (r, g / g + 8), columns
   // kc * 16 + {2t, 2t + 1, 8 + 2t, 9 + 2t}: in registers for the whole key
