@@ -128,8 +128,6 @@ void mlir::fa::gpukernel::buildTensorCoreDkDvBody(
   const int64_t blockN = 16 * R * W; // keys per block
   const int64_t blockM = ks.dkdvBlockM; // queries per tile
   const int64_t qTiles = blockM / 8;
-  const double log2e = 1.4426950408889634;
-  const bool scaleFirst = !(ks.scale > 0.0f);
 
   Value q = func.getArgument(0), k = func.getArgument(1),
         v = func.getArgument(2), dout = func.getArgument(3),
@@ -280,15 +278,7 @@ void mlir::fa::gpukernel::buildTensorCoreDkDvBody(
         // S^T = K Q_i^T: rows keys, columns queries.
         SmallVector<SmallVector<Value>> s = wm.productABt(
             x, R, ks.d / 16, qTiles, qBufs, ValueRange{buf}, aK);
-        Value c = x.cstF32(ks.scale * log2e);
-        if (scaleFirst) {
-          for (auto &row : s)
-            for (Value &tile : row)
-              tile = mapFragment(x, tile, [&](Value e, int64_t, int64_t) {
-                return x.mulF(e, c);
-              });
-          c = x.cstF32(1.0);
-        }
+        Value c = scoreFactor(x, s, ks.scale);
         // Mask query columns past Tq and, under causal, keys past the
         // diagonal, on the blocks that have them.
         Value needMask = x.cmpI(arith::CmpIPredicate::sgt, x.add(i0, bm), tq);
@@ -374,8 +364,6 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
   const int64_t blockM = 16 * R * W; // queries per block
   const int64_t blockN = ks.dqBlockN; // keys per tile
   const int64_t kTilesN = blockN / 8;
-  const double log2e = 1.4426950408889634;
-  const bool scaleFirst = !(ks.scale > 0.0f);
 
   Value q = func.getArgument(0), k = func.getArgument(1),
         v = func.getArgument(2), dout = func.getArgument(3),
@@ -503,15 +491,7 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
         // S = Q K_j^T, masked past Tk and past the diagonal.
         SmallVector<SmallVector<Value>> s = wm.productABt(
             x, R, ks.d / 16, kTilesN, kBufs, ValueRange{buf}, aQ);
-        Value c = x.cstF32(ks.scale * log2e);
-        if (scaleFirst) {
-          for (auto &row : s)
-            for (Value &tile : row)
-              tile = mapFragment(x, tile, [&](Value e, int64_t, int64_t) {
-                return x.mulF(e, c);
-              });
-          c = x.cstF32(1.0);
-        }
+        Value c = scoreFactor(x, s, ks.scale);
         Value needMask = x.cmpI(arith::CmpIPredicate::sgt, x.add(j0, bn), tk);
         if (ks.causal != CausalKind::none)
           needMask = arith::OrIOp::create(

@@ -74,11 +74,6 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
   const int64_t dChunks = ks.d / 16;   // k16 steps of S = Q K^T
   const int64_t sTiles = blockN / 8;   // n8 tiles of S
   const int64_t oTiles = ks.dv / 8;    // n8 tiles of O
-  const double log2e = 1.4426950408889634;
-  const double scaleLog2 = static_cast<double>(ks.scale) * log2e;
-  // With a positive scale the max of the raw scores gives the max of the
-  // scaled ones; otherwise the scores are scaled first.
-  const bool scaleFirst = !(ks.scale > 0.0f);
 
   Value q = func.getArgument(0), k = func.getArgument(1),
         v = func.getArgument(2), o = func.getArgument(3);
@@ -203,17 +198,7 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
 
         // Scale first when the scale is not positive (then the max of the
         // raw scores is not the max of the scaled ones).
-        Value scaleC = x.cstF32(scaleLog2);
-        if (scaleFirst) {
-          Value splat = arith::ConstantOp::create(
-              lb, ll,
-              DenseElementsAttr::get(x.vec({2, 2}, f32),
-                                     static_cast<float>(scaleLog2)));
-          for (auto &row : s)
-            for (Value &tile : row)
-              tile = x.mulF(tile, splat);
-          scaleC = x.cstF32(1.0);
-        }
+        Value scaleC = scoreFactor(x, s, ks.scale);
 
         // Mask keys past Tk and, under causal, past the diagonal, only on
         // blocks that reach them: j0 + blockN > Tk or the block's last key

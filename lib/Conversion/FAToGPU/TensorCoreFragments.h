@@ -481,6 +481,26 @@ inline SmallVector<SmallVector<Value>> zeroTiles(FragmentBuilder &x, int64_t row
   return tiles;
 }
 
+/// The factor c of p = exp2(s * c - offset) for the score fragments `s`
+/// of a kernel with softmax scale `scale`: scale * log2(e) when the scale
+/// is positive (then the max of the raw scores is the max of the scaled
+/// ones, and masking with -inf before scaling is safe); otherwise `s` is
+/// scaled here, before any masking, and c = 1.
+inline Value scoreFactor(FragmentBuilder &x,
+                         SmallVectorImpl<SmallVector<Value>> &s, float scale) {
+  const double log2e = 1.4426950408889634;
+  const double c = static_cast<double>(scale) * log2e;
+  if (scale > 0.0f)
+    return x.cstF32(c);
+  Value splat = arith::ConstantOp::create(
+      x.b, x.loc,
+      DenseElementsAttr::get(x.vec({2, 2}, x.f32), static_cast<float>(c)));
+  for (auto &row : s)
+    for (Value &tile : row)
+      tile = x.mulF(tile, splat);
+  return x.cstF32(1.0);
+}
+
 /// Waits until every cp.async group of this thread has completed.
 inline void buildWaitAllCopies(FragmentBuilder &fb) {
   NVVM::CpAsyncWaitGroupOp::create(fb.b, fb.loc, 0);
