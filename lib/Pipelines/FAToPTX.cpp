@@ -61,6 +61,27 @@ static constexpr llvm::StringLiteral kChips[] = {
     "sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
     "sm_87", "sm_89", "sm_90", "sm_90a"};
 
+/// The PTX ISA versions (8.0 and later) that LLVM 22's NVPTX backend
+/// knows; it ignores others with a warning and falls back to an older one.
+static constexpr llvm::StringLiteral kFeatures[] = {
+    "+ptx80", "+ptx81", "+ptx82", "+ptx83", "+ptx84",
+    "+ptx85", "+ptx86", "+ptx87", "+ptx88", "+ptx90"};
+
+/// The workgroup memory one block may use on `chip` after opting in, in
+/// bytes (CUDA C++ Programming Guide, "Technical Specifications per
+/// Compute Capability").
+static int64_t maxSharedBytesPerBlock(StringRef chip) {
+  if (chip.starts_with("sm_90"))
+    return 232448; // 227 KiB
+  if (chip == "sm_86" || chip == "sm_89")
+    return 101376; // 99 KiB
+  if (chip == "sm_80" || chip == "sm_87")
+    return 166912; // 163 KiB
+  if (chip == "sm_75")
+    return 65536;
+  return 98304; // sm_70, sm_72: 96 KiB
+}
+
 /// True for the chips with mma.sync m16n8k16 on f16/bf16 (sm_80 on).
 static bool isTensorCoreChip(StringRef chip) {
   unsigned version = 0;
@@ -79,11 +100,15 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       message += " " + c.str();
     return message;
   }
-  StringRef features = options.features;
-  if (!features.consume_front("+ptx") || features.size() != 2 ||
-      !llvm::all_of(features, llvm::isDigit) || features < "80")
-    return "fa-to-ptx: unsupported features '" + options.features +
-           "', expected a PTX ISA version of 8.0 or later such as +ptx80";
+  if (!llvm::is_contained(kFeatures, StringRef(options.features))) {
+    std::string message = "fa-to-ptx: unsupported features '" +
+                          options.features +
+                          "', expected a PTX ISA version that LLVM 22 "
+                          "knows, 8.0 or later:";
+    for (StringRef f : kFeatures)
+      message += " " + f.str();
+    return message;
+  }
   return "";
 }
 
@@ -100,6 +125,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.numWarps = options.numWarps;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
   kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
+  kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -88,7 +88,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     `mask` operand; static head dims D and Dv; `block-m` in [1, 1024] (0:
     default); for the tensor-core kernel, `block-m` a multiple of
     `16 * num-warps` of at most `64 * num-warps`, `block-n` a multiple of
-    16, and the K/V tiles within 48 KiB.
+    16, and the tiles within `max-shared-bytes` (fa-to-ptx sets it from the
+    chip). `num-warps` in [1, 16]. Two ops whose kernel names coincide
+    (function names that differ only in characters that become '_') are an
+    error. The default block shapes assemble without register spills
+    (test/Pipelines/fa-to-ptx-tensor-cores-ptxas.mlir); other shapes may
+    spill (ptxas -v tells), which costs speed, not correctness.
 
     Every `fa.attention_backward` becomes one `gpu.module
     @<func>_attention_backward_<n>` holding three kernels, launched in this
@@ -153,6 +158,11 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "block-m / num-warps query rows (16 to 64); 0: 4, or with only "
            "block-m given, block-m / 32 (head dims up to 128) or "
            "block-m / 16 when that divides, else the fewest that do">,
+    Option<"maxSharedBytes", "max-shared-bytes", "int64_t",
+           /*default=*/"166912",
+           "Tensor-core kernels: the workgroup memory one block may use, in "
+           "bytes (the chip's opt-in limit: 166912 on sm_80/sm_87, 101376 on "
+           "sm_86/sm_89, 232448 on sm_90; fa-to-ptx sets it from `chip`)">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

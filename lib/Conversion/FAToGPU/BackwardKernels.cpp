@@ -144,11 +144,12 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
     int64_t bytes = gpukernel::tensorCoreBackwardLayout(
                         dkdv ? bs.tcDkDv : bs.tcDq, dkdv)
                         .bytes;
-    if (bytes > gpukernel::kMaxTensorCoreSharedBytes)
+    if (bytes > options.maxSharedBytes)
       return op.emitOpError("the tensor-core backward's ")
              << (dkdv ? "dk/dv" : "dq") << " tiles take " << bytes
              << " bytes of workgroup memory, over the "
-             << gpukernel::kMaxTensorCoreSharedBytes << " bytes of sm_80";
+             << options.maxSharedBytes
+             << " bytes a block may use (max-shared-bytes, set by the chip)";
   }
   return bs;
 }
@@ -156,6 +157,10 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
 static FailureOr<BackwardShape>
 getBackwardShape(AttentionBackwardOp op,
                  const AttentionKernelOptions &givenOptions) {
+  if (givenOptions.numWarps < 0 || givenOptions.numWarps > 16)
+    return op.emitOpError("expected num-warps in [1, 16], or 0 for the "
+                          "default of the head dim, got ")
+           << givenOptions.numWarps;
   // 0 selects the default block size, 64.
   AttentionKernelOptions options = givenOptions;
   if (options.blockM == 0)

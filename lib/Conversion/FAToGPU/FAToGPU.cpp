@@ -130,9 +130,10 @@ getTensorCoreShape(AttentionOp op, const AttentionKernelOptions &options,
   if (options.blockN)
     blockN = options.blockN;
   if (blockM % (16 * warps) != 0 || blockM / (16 * warps) > 4)
-    return op.emitOpError("the tensor-core kernel expects block-m to be 16, "
-                          "32, 48 or 64 query rows per warp (num-warps = ")
-           << warps << "), got block-m = " << blockM;
+    return op.emitOpError("the tensor-core kernel expects block-m to be a "
+                          "multiple of 16 x num-warps = ")
+           << 16 * warps << " of at most 64 x num-warps = " << 64 * warps
+           << " (16 to 64 query rows per warp), got block-m = " << blockM;
   if (blockN % 16 != 0)
     return op.emitOpError("the tensor-core kernel expects block-n to be a "
                           "multiple of 16, got ")
@@ -145,11 +146,11 @@ getTensorCoreShape(AttentionOp op, const AttentionKernelOptions &options,
   int64_t sharedBytes = gpukernel::tensorCoreSharedLayout(
                             getTensorCoreForwardShape(ks))
                             .bytes;
-  if (sharedBytes > gpukernel::kMaxTensorCoreSharedBytes)
+  if (sharedBytes > options.maxSharedBytes)
     return op.emitOpError("the tensor-core kernel's tiles (block-m = ")
            << blockM << ", block-n = " << blockN << ") take " << sharedBytes
-           << " bytes of workgroup memory, over the "
-           << gpukernel::kMaxTensorCoreSharedBytes << " bytes of sm_80";
+           << " bytes of workgroup memory, over the " << options.maxSharedBytes
+           << " bytes a block may use (max-shared-bytes, set by the chip)";
   return ks;
 }
 
@@ -628,6 +629,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.deterministic = deterministic;
     options.tensorCores = tensorCores;
     options.numWarps = numWarps;
+    options.maxSharedBytes = maxSharedBytes;
 
     // The fa.attention and fa.attention_backward ops of each host function,
     // in order.
@@ -657,6 +659,22 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
 
     // Check every host before changing anything.
     SymbolTable symbols(module);
+    // Kernel names already taken by an op, with its function: two function
+    // names may sanitize to the same kernel name (`@"a.b"` and `@a_b`).
+    llvm::StringMap<func::FuncOp> planned;
+    auto claim = [&](Operation *op, func::FuncOp func,
+                     const std::string &name) {
+      auto [it, inserted] = planned.try_emplace(name, func);
+      if (inserted)
+        return true;
+      op->emitOpError("expected a kernel name of its own, but the kernels of ")
+          << FlatSymbolRefAttr::get(func.getSymNameAttr()) << " and "
+          << FlatSymbolRefAttr::get(it->second.getSymNameAttr())
+          << " are both named @" << name
+          << " (characters other than letters, digits and '_' in a "
+             "function name become '_')";
+      return false;
+    };
     for (auto &[func, ops] : hosts) {
       WalkResult walk = func.walk([&](Operation *inner) {
         if (inner == func.getOperation() || isErasableHostOp(inner))
@@ -686,6 +704,8 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
           ops[n].emitOpError("expected no symbol named @")
               << name << " (the kernel name) in the module";
           failedAny = true;
+        } else if (!claim(ops[n], func, name)) {
+          failedAny = true;
         }
       }
       for (auto [n, op] : llvm::enumerate(bwdHosts.lookup(func))) {
@@ -696,6 +716,8 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         if (symbols.lookup(name)) {
           op.emitOpError("expected no symbol named @")
               << name << " (the kernels' module name) in the module";
+          failedAny = true;
+        } else if (!claim(op, func, name)) {
           failedAny = true;
         }
       }

@@ -62,9 +62,6 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
   return l;
 }
 
-/// Dynamic workgroup memory a tensor-core kernel may ask for: what sm_80
-/// (A100) grants one block, 163 KiB.
-inline constexpr int64_t kMaxTensorCoreSharedBytes = 163 * 1024;
 
 /// Fills `func` (arguments q, k, v, o[, lse] as rank-3 [batch, T, D] memrefs
 /// with unit innermost stride; launched with tensorCoreSharedLayout(ks).bytes

@@ -1,6 +1,9 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1" | FileCheck %s
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 block-n=48" 2>&1 | FileCheck %s --check-prefix=BLOCKN
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 block-m=40" 2>&1 | FileCheck %s --check-prefix=BLOCKM
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 num-warps=-1" 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not fa-opt %s -split-input-file --fa-to-ptx="num-warps=64" 2>&1 | FileCheck %s --check-prefix=WARPS
+// WARPS: error: 'fa.attention_backward' op expected num-warps in [1, 16], or 0 for the default of the head dim, got {{-1|64}}
 
 // The tensor-core backward of a causal bf16 attention, D = 64: the
 // deterministic kernel list (_delta, then _dkdv and _dq on mma.sync), no

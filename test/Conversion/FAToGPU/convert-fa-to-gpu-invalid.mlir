@@ -94,3 +94,21 @@ func.func @backward_head_dim_too_large(%q: tensor<4x8192xf32>, %k: tensor<4x8192
      -> tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4x8192xf32>
   return %dq, %dk, %dv : tensor<4x8192xf32>, tensor<4x8192xf32>, tensor<4x8192xf32>
 }
+
+// -----
+
+// Two function names that become the same kernel name.
+func.func @"a.b"(%q: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  %o = fa.attention %q, %q, %q
+      : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      -> tensor<2x16x64xf32>
+  return %o : tensor<2x16x64xf32>
+}
+
+func.func @a_b(%q: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @below {{expected a kernel name of its own, but the kernels of @a_b and @a.b are both named @a_b_attention_0}}
+  %o = fa.attention %q, %q, %q
+      : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      -> tensor<2x16x64xf32>
+  return %o : tensor<2x16x64xf32>
+}

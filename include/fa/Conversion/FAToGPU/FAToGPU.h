@@ -50,6 +50,9 @@ struct AttentionKernelOptions {
   /// Tensor-core kernel: warps per block, in [1, 16]; 0: 4, or derived from
   /// blockM when only that is given.
   int64_t numWarps = 0;
+  /// Workgroup memory one block of the tensor-core kernels may use, in
+  /// bytes (the target chip's per-block opt-in limit; sm_80: 166912).
+  int64_t maxSharedBytes = 166912;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.
