@@ -384,12 +384,7 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
   Value c0 = fb.cstIndex(0), c1 = fb.cstIndex(1), c2 = fb.cstIndex(2);
   Value tq = memref::DimOp::create(b, loc, q, 1);
   Value tk = memref::DimOp::create(b, loc, k, 1);
-  Value queryBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  // Under causal the last query blocks see the most keys: they go first.
-  if (ks.causal != CausalKind::none)
-    queryBlock = fb.sub(
-        fb.sub(gpu::GridDimOp::create(b, loc, gpu::Dimension::x), c1),
-        queryBlock);
+  Value queryBlock = queryBlockIndex(fb, ks.causal);
   Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   LaneIds ids = LaneIds::create(fb);
   WarpMma wm = WarpMma::create(fb, ids.lane);
@@ -400,14 +395,8 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
   auto rowOf = [&](FragmentBuilder &x, int64_t r, int64_t h) {
     return x.add(x.add(warpRow0, x.cstIndex(16 * r + 8 * h)), ids.g);
   };
-  Value causalOffset = c0;
-  if (ks.causal == CausalKind::bottom_right)
-    causalOffset = fb.sub(tk, tq);
-  Value kvEnd = tk;
-  if (ks.causal != CausalKind::none) {
-    Value rows = fb.minS(fb.cstIndex(blockM), fb.sub(tq, i0));
-    kvEnd = fb.minS(fb.maxS(fb.add(fb.add(i0, rows), causalOffset), c0), tk);
-  }
+  VisibleKeys keys = visibleKeys(fb, ks.causal, i0, blockM, tq, tk);
+  Value causalOffset = keys.causalOffset, kvEnd = keys.kvEnd;
   Value bn = fb.cstIndex(blockN);
   Value numKeyBlocks = arith::CeilDivSIOp::create(b, loc, kvEnd, bn);
 

@@ -93,14 +93,7 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
   Value zero = fb.cstF32(0.0), ninf = fb.cstF32(kNegInf);
   Value tq = memref::DimOp::create(b, loc, q, 1);
   Value tk = memref::DimOp::create(b, loc, k, 1);
-  Value queryBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  // Under causal the last query blocks see the most keys: they go first
-  // (block x takes query block gridDim.x - 1 - x), so the short blocks fill
-  // the tail of the launch.
-  if (ks.causal != CausalKind::none)
-    queryBlock = fb.sub(
-        fb.sub(gpu::GridDimOp::create(b, loc, gpu::Dimension::x), c1),
-        queryBlock);
+  Value queryBlock = queryBlockIndex(fb, ks.causal);
   Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   LaneIds ids = LaneIds::create(fb);
   Value tid = ids.tid, warp = ids.warp, g = ids.g, t = ids.t, t2 = ids.t2;
@@ -114,15 +107,8 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
     return x.add(x.add(warpRow0, x.cstIndex(16 * r + 8 * h)), g);
   };
 
-  Value causalOffset = c0;
-  if (ks.causal == CausalKind::bottom_right)
-    causalOffset = fb.sub(tk, tq);
-  Value rows = fb.minS(fb.cstIndex(blockM), fb.sub(tq, i0));
-  Value kvEnd = tk;
-  if (ks.causal != CausalKind::none) {
-    Value end = fb.add(fb.add(i0, rows), causalOffset);
-    kvEnd = fb.minS(fb.maxS(end, c0), tk);
-  }
+  VisibleKeys keys = visibleKeys(fb, ks.causal, i0, blockM, tq, tk);
+  Value causalOffset = keys.causalOffset, kvEnd = keys.kvEnd;
   Value numKeyBlocks = arith::CeilDivSIOp::create(
       b, loc, kvEnd, fb.cstIndex(blockN));
 

@@ -251,6 +251,19 @@ struct WarpMma {
                                      at(prefix, row, col), false, 4);
   }
 
+  /// The B fragments of two adjacent n8 tiles from one ldmatrix.x4 at this
+  /// lane's (row, col) address: matrices 0, 1 are the first tile's k
+  /// halves, 2, 3 the second's.
+  static std::pair<Value, Value> loadBPair(FragmentBuilder &x, Value tile,
+                                           ValueRange prefix, Value row,
+                                           Value col, bool transpose) {
+    Value frag = nvgpu::LdMatrixOp::create(x.b, x.loc, x.vec({4, 2}, x.elt),
+                                           tile, at(prefix, row, col),
+                                           transpose, 4);
+    return {x.stack({x.extract(frag, {0}), x.extract(frag, {1})}),
+            x.stack({x.extract(frag, {2}), x.extract(frag, {3})})};
+  }
+
   /// C[r][n] = sum_kc a(r, kc) * tile[n rows, kc columns]^T for n8 tiles n
   /// over tile rows [0, 8 * nTiles): `tile` rows are the N dimension
   /// (ldmatrix without transpose gives B fragments of two n8 tiles per
@@ -269,13 +282,9 @@ struct WarpMma {
       for (int64_t r = 0; r < R; ++r)
         aFrag[r] = a(r, kc);
       for (int64_t np = 0; np < nTiles / 2; ++np) {
-        Value frag = nvgpu::LdMatrixOp::create(
-            x.b, x.loc, x.vec({4, 2}, x.elt), tile,
-            at(prefix, x.add(rowInPair, x.cstIndex(np * 16)),
-               x.add(half8, x.cstIndex(kc * 16))),
-            false, 4);
-        Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
-        Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
+        auto [b0, b1] = loadBPair(x, tile, prefix,
+                                  x.add(rowInPair, x.cstIndex(np * 16)),
+                                  x.add(half8, x.cstIndex(kc * 16)), false);
         for (int64_t r = 0; r < R; ++r) {
           c[r][2 * np] = x.mma(aFrag[r], b0, c[r][2 * np]);
           c[r][2 * np + 1] = x.mma(aFrag[r], b1, c[r][2 * np + 1]);
@@ -298,13 +307,9 @@ struct WarpMma {
       for (int64_t r = 0; r < R; ++r)
         aFrag[r] = a(r, kk);
       for (int64_t dp = 0; dp < nTiles / 2; ++dp) {
-        Value frag = nvgpu::LdMatrixOp::create(
-            x.b, x.loc, x.vec({4, 2}, x.elt), tile,
-            at(prefix, x.add(rowInStep, x.cstIndex(kk * 16)),
-               x.add(quad8, x.cstIndex(dp * 16))),
-            true, 4);
-        Value b0 = x.stack({x.extract(frag, {0}), x.extract(frag, {1})});
-        Value b1 = x.stack({x.extract(frag, {2}), x.extract(frag, {3})});
+        auto [b0, b1] = loadBPair(x, tile, prefix,
+                                  x.add(rowInStep, x.cstIndex(kk * 16)),
+                                  x.add(quad8, x.cstIndex(dp * 16)), true);
         for (int64_t r = 0; r < R; ++r) {
           acc[r][2 * dp] = x.mma(aFrag[r], b0, acc[r][2 * dp]);
           acc[r][2 * dp + 1] = x.mma(aFrag[r], b1, acc[r][2 * dp + 1]);
@@ -499,6 +504,41 @@ inline Value scoreFactor(FragmentBuilder &x,
     for (Value &tile : row)
       tile = x.mulF(tile, splat);
   return x.cstF32(1.0);
+}
+
+/// The query block of this GPU block for the kernels whose blocks own query
+/// rows (forward, _dq): block_id.x, except under causal, where the last
+/// query blocks see the most keys and go first (block x takes query block
+/// gridDim.x - 1 - x), so that short blocks fill the tail of the launch.
+inline Value queryBlockIndex(FragmentBuilder &fb, CausalKind causal) {
+  Value block = gpu::BlockIdOp::create(fb.b, fb.loc, gpu::Dimension::x);
+  if (causal == CausalKind::none)
+    return block;
+  Value last = fb.sub(gpu::GridDimOp::create(fb.b, fb.loc, gpu::Dimension::x),
+                      fb.cstIndex(1));
+  return fb.sub(last, block);
+}
+
+/// The keys the query rows [i0, i0 + blockM) may see: query i sees key j
+/// when j <= i + offset (offset 0 for top_left, Tk - Tq for bottom_right,
+/// no bound without causal); kvEnd is one past the last key any row of the
+/// block sees, clamped to [0, Tk].
+struct VisibleKeys {
+  Value causalOffset, kvEnd;
+};
+
+inline VisibleKeys visibleKeys(FragmentBuilder &fb, CausalKind causal,
+                               Value i0, int64_t blockM, Value tq, Value tk) {
+  Value c0 = fb.cstIndex(0);
+  VisibleKeys keys{c0, tk};
+  if (causal == CausalKind::bottom_right)
+    keys.causalOffset = fb.sub(tk, tq);
+  if (causal != CausalKind::none) {
+    Value rows = fb.minS(fb.cstIndex(blockM), fb.sub(tq, i0));
+    Value end = fb.add(fb.add(i0, rows), keys.causalOffset);
+    keys.kvEnd = fb.minS(fb.maxS(end, c0), tk);
+  }
+  return keys;
 }
 
 /// Waits until every cp.async group of this thread has completed.
