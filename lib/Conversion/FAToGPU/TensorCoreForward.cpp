@@ -17,8 +17,10 @@
 // mma.m16n8k16").
 //
 //   Q fragments (A operands) -> registers, once, straight from global memory
+//     (or, when they would take over 32 registers, a Q tile copied once to
+//     workgroup memory and read by ldmatrix at each use)
 //   O accumulators (f32 C fragments), m, l = 0, -inf, 0 in registers
-//   cp.async K tile 0 -> kTile
+//   cp.async K tile 0 -> kTile (when any key block is visited)
 //   for each key block j (causal: blocks past the diagonal never visited):
 //     wait for all copies; barrier      K_j landed; V tile free
 //     cp.async V_j -> vTile             overlaps S and the softmax below
@@ -27,7 +29,8 @@
 //     online softmax on the fragments: row max over the lane's elements,
 //     then over the 4 lanes of a row (shuffle xor 1, 2); exp2 with
 //     scale * log2(e) folded into one fma; alpha = exp2(m_old - m_new)
-//     rescales O and the lane's partial row sum
+//     rescales the lane's partial row sum, and O only in a thread where
+//     some row max moved (else alpha = 1 exactly)
 //     P = bf16/f16(S) rearranged in registers into A fragments (no shared
 //     memory round trip: the C layout of two n8 tiles is the A layout)
 //     wait for all copies; barrier      V_j landed; every warp is done with K
@@ -35,9 +38,11 @@
 //     O += P V_j    (ldmatrix.trans V rows, mma.sync)
 //   l = sum over the 4 lanes of a row; o = O / l; lse = m ln 2 + ln l
 //
-// K/V tiles are [block_n, D + 8]: the 16-byte pad shifts consecutive rows by
-// four banks, so the eight 16-byte rows an ldmatrix phase reads hit distinct
-// banks. Rows past Tk are zero-filled by cp.async (src-size 0) and their
+// Under causal the last query blocks are launched first. The tiles live in
+// dynamic workgroup memory (tensorCoreSharedLayout; the manifest's
+// shared_bytes). K/V tiles are [block_n, D + 8]: the 16-byte pad shifts
+// consecutive rows by four banks, so the eight 16-byte rows an ldmatrix
+// phase reads hit distinct banks. Rows past Tk are zero-filled by cp.async (src-size 0) and their
 // scores masked to -inf.
 //
 //===----------------------------------------------------------------------===//
@@ -56,8 +61,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
-#include <map>
 #include <limits>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::fa;
