@@ -42,8 +42,8 @@
 // dynamic workgroup memory (tensorCoreSharedLayout; the manifest's
 // shared_bytes). K/V tiles are [block_n, D + 8]: the 16-byte pad shifts
 // consecutive rows by four banks, so the eight 16-byte rows an ldmatrix
-// phase reads hit distinct banks. Rows past Tk are zero-filled by cp.async (src-size 0) and their
-// scores masked to -inf.
+// phase reads hit distinct banks. Rows past Tk are zero-filled by cp.async
+// (src-size 0) and their scores masked to -inf.
 //
 //===----------------------------------------------------------------------===//
 
