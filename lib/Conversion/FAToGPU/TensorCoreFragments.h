@@ -276,21 +276,7 @@ struct WarpMma {
     for (auto &row : c)
       for (Value &v : row)
         v = x.zeroAcc();
-    Value rowInPair = x.add(lane8, quad8);
-    for (int64_t kc = 0; kc < kSteps; ++kc) {
-      SmallVector<Value> aFrag(R);
-      for (int64_t r = 0; r < R; ++r)
-        aFrag[r] = a(r, kc);
-      for (int64_t np = 0; np < nTiles / 2; ++np) {
-        auto [b0, b1] = loadBPair(x, tile, prefix,
-                                  x.add(rowInPair, x.cstIndex(np * 16)),
-                                  x.add(half8, x.cstIndex(kc * 16)), false);
-        for (int64_t r = 0; r < R; ++r) {
-          c[r][2 * np] = x.mma(aFrag[r], b0, c[r][2 * np]);
-          c[r][2 * np + 1] = x.mma(aFrag[r], b1, c[r][2 * np + 1]);
-        }
-      }
-    }
+    accumulate(x, R, kSteps, nTiles, tile, prefix, a, c, /*kRows=*/false);
     return c;
   }
 
@@ -301,18 +287,35 @@ struct WarpMma {
                     int64_t nTiles, Value tile, ValueRange prefix,
                     llvm::function_ref<Value(int64_t, int64_t)> a,
                     SmallVectorImpl<SmallVector<Value>> &acc) const {
-    Value rowInStep = x.add(lane8, half8);
-    for (int64_t kk = 0; kk < kSteps; ++kk) {
+    accumulate(x, R, kSteps, nTiles, tile, prefix, a, acc, /*kRows=*/true);
+  }
+
+private:
+  /// acc[r][n] += sum_k a(r, k) * B_k,n with B read from `tile`: with
+  /// `kRows`, tile rows are the K dimension (ldmatrix.trans at row
+  /// k * 16 + lane8 + half8, column n * 16 + quad8); otherwise tile rows are
+  /// the N dimension (ldmatrix at row n * 16 + lane8 + quad8, column
+  /// k * 16 + half8). One ldmatrix.x4 gives the B fragments of two n8 tiles
+  /// for one k16 step, shared by the R m16 tiles.
+  void accumulate(FragmentBuilder &x, int64_t R, int64_t kSteps,
+                  int64_t nTiles, Value tile, ValueRange prefix,
+                  llvm::function_ref<Value(int64_t, int64_t)> a,
+                  SmallVectorImpl<SmallVector<Value>> &acc, bool kRows) const {
+    Value rowLane = x.add(lane8, kRows ? half8 : quad8);
+    Value colLane = kRows ? quad8 : half8;
+    for (int64_t k = 0; k < kSteps; ++k) {
       SmallVector<Value> aFrag(R);
       for (int64_t r = 0; r < R; ++r)
-        aFrag[r] = a(r, kk);
-      for (int64_t dp = 0; dp < nTiles / 2; ++dp) {
+        aFrag[r] = a(r, k);
+      for (int64_t np = 0; np < nTiles / 2; ++np) {
+        int64_t rowStep = kRows ? k : np, colStep = kRows ? np : k;
         auto [b0, b1] = loadBPair(x, tile, prefix,
-                                  x.add(rowInStep, x.cstIndex(kk * 16)),
-                                  x.add(quad8, x.cstIndex(dp * 16)), true);
+                                  x.add(rowLane, x.cstIndex(rowStep * 16)),
+                                  x.add(colLane, x.cstIndex(colStep * 16)),
+                                  /*transpose=*/kRows);
         for (int64_t r = 0; r < R; ++r) {
-          acc[r][2 * dp] = x.mma(aFrag[r], b0, acc[r][2 * dp]);
-          acc[r][2 * dp + 1] = x.mma(aFrag[r], b1, acc[r][2 * dp + 1]);
+          acc[r][2 * np] = x.mma(aFrag[r], b0, acc[r][2 * np]);
+          acc[r][2 * np + 1] = x.mma(aFrag[r], b1, acc[r][2 * np + 1]);
         }
       }
     }
