@@ -125,6 +125,8 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.numWarps = options.numWarps;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
   kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
+  // wgmma exists only on the architecture-specific sm_90a target.
+  kernel.wgmma = kernel.tensorCores && options.wgmma && options.chip == "sm_90a";
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());

@@ -153,6 +153,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "fa.attention with f16/bf16 operands and head dims that are "
            "multiples of 16 up to 256: the mma.sync m16n8k16 tensor-core "
            "kernel (sm_80 and later) instead of the scalar one">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "With tensor-cores, fa.attention with f16/bf16 operands and head "
+           "dims that are multiples of 32 up to 128: the sm_90a warpgroup "
+           "MMA (wgmma) kernel; needs chip sm_90a">,
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"0",
            "Tensor-core kernel: warps per block, in [1, 16]; each owns "
            "block-m / num-warps query rows (16 to 64); 0: 4, or with only "

@@ -66,6 +66,13 @@ struct FAToPTXPipelineOptions
                      "for f16/bf16 attention (convert-fa-to-gpu); false: the "
                      "scalar kernels everywhere"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> wgmma{
+      *this, "wgmma",
+      llvm::cl::desc("On sm_90a, the warpgroup-MMA (wgmma) forward kernel "
+                     "for f16/bf16 attention with head dims that are "
+                     "multiples of 32 up to 128 (convert-fa-to-gpu); false: "
+                     "the mma.sync kernel"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",
       llvm::cl::desc("Tensor-core kernel (sm_80 and later, f16/bf16): warps "

@@ -77,6 +77,8 @@ struct KernelShape {
   /// The mma.sync kernel of TensorCoreForward.cpp (else the scalar one);
   /// then blockM = numWarps * 16 * mTilesPerWarp.
   bool tensorCore = false;
+  /// The sm_90a wgmma kernel of WgmmaForward.cpp (tensorCore is set too).
+  bool wgmma = false;
   int64_t numWarps = 0, mTilesPerWarp = 0;
   /// Threads per block.
   int64_t threads() const { return tensorCore ? 32 * numWarps : blockM; }
@@ -93,7 +95,54 @@ getTensorCoreForwardShape(const KernelShape &ks) {
       ks.elt,      ks.oElt,   ks.d,     ks.dv,
       ks.hasLse,   ks.causal, ks.scale, ks.numWarps,
       ks.mTilesPerWarp, ks.blockN,
-      /*qInShared=*/ks.mTilesPerWarp * ks.d > 128};
+      /*qInShared=*/ks.wgmma || ks.mTilesPerWarp * ks.d > 128,
+      /*wgmma=*/ks.wgmma};
+}
+
+/// Completes `ks` for the sm_90a wgmma kernel: whole warpgroups of 64
+/// query rows (block_m = 16 x num-warps, default 8 warps) and block_n keys
+/// (default 128); fails with an op error on a shape it cannot take.
+static FailureOr<KernelShape>
+getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
+              KernelShape ks) {
+  int64_t warps = options.numWarps ? options.numWarps : 8;
+  if (options.blockM && !options.numWarps)
+    warps = options.blockM / 16;
+  int64_t blockM = options.blockM ? options.blockM : 16 * warps;
+  int64_t blockN = options.blockN ? options.blockN : 128;
+  if (warps % 4 != 0 || blockM != 16 * warps)
+    return op.emitOpError("the wgmma kernel expects whole warpgroups of 64 "
+                          "query rows: num-warps a multiple of 4 and "
+                          "block-m = 16 x num-warps, got num-warps = ")
+           << warps << " and block-m = " << blockM;
+  if (blockN % 16 != 0 || blockN > 256)
+    return op.emitOpError("the wgmma kernel expects block-n to be a "
+                          "multiple of 16 of at most 256, got ")
+           << blockN;
+  // Each warp copies whole 8-row x 64-byte groups of the K/V tiles.
+  for (int64_t width : {ks.d, ks.dv})
+    if ((blockN / 8) * (width / 32) % warps != 0)
+      return op.emitOpError("the wgmma kernel expects the ")
+             << blockN / 8 * (width / 32)
+             << " 8-row x 32-column groups of a K/V tile (block-n = "
+             << blockN << ", head dim " << width
+             << ") to split evenly over num-warps = " << warps;
+  ks.tensorCore = true;
+  ks.wgmma = true;
+  ks.numWarps = warps;
+  ks.mTilesPerWarp = 1;
+  ks.blockM = blockM;
+  ks.blockN = blockN;
+  int64_t sharedBytes = gpukernel::tensorCoreSharedLayout(
+                            getTensorCoreForwardShape(ks))
+                            .bytes;
+  if (sharedBytes > options.maxSharedBytes)
+    return op.emitOpError("the wgmma kernel's tiles (block-m = ")
+           << blockM << ", block-n = " << blockN << ", two K/V stages) take "
+           << sharedBytes << " bytes of workgroup memory, over the "
+           << options.maxSharedBytes
+           << " bytes a block may use (max-shared-bytes, set by the chip)";
+  return ks;
 }
 
 /// Completes `ks` for the tensor-core kernel: the block shape from the
@@ -211,6 +260,11 @@ getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
 
   // The tensor-core kernel takes f16/bf16 operands and head dims that are
   // multiples of 16 up to 256; anything else keeps the scalar kernel.
+  // The sm_90a wgmma kernel: head dims that are multiples of 32 up to 128.
+  if (options.tensorCores && options.wgmma &&
+      (ks.elt.isF16() || ks.elt.isBF16()) && ks.d % 32 == 0 &&
+      ks.dv % 32 == 0 && ks.d <= 128 && ks.dv <= 128)
+    return getWgmmaShape(op, options, ks);
   if (options.tensorCores && (ks.elt.isF16() || ks.elt.isBF16()) &&
       ks.d % 16 == 0 && ks.dv % 16 == 0 && ks.d <= 256 && ks.dv <= 256)
     return getTensorCoreShape(op, options, ks);
@@ -586,7 +640,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
                 builder.getUnitAttr());
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
       {static_cast<int32_t>(ks.threads()), 1, 1}));
-  if (ks.tensorCore) {
+  if (ks.wgmma) {
+    gpukernel::buildWgmmaForwardBody(builder, loc, func,
+                                     getTensorCoreForwardShape(ks));
+  } else if (ks.tensorCore) {
     gpukernel::buildTensorCoreForwardBody(builder, loc, func,
                                           getTensorCoreForwardShape(ks));
   } else {
@@ -628,6 +685,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.blockN = blockN;
     options.deterministic = deterministic;
     options.tensorCores = tensorCores;
+    options.wgmma = wgmma;
     options.numWarps = numWarps;
     options.maxSharedBytes = maxSharedBytes;
 

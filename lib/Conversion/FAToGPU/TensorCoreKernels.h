@@ -40,6 +40,9 @@ struct TensorCoreForwardShape {
   /// Q tile in workgroup memory, its A fragments loaded by ldmatrix at each
   /// use; otherwise they stay in registers for the whole key loop.
   bool qInShared;
+  /// The Hopper kernel of WgmmaForward.cpp (sm_90a wgmma; numWarps a
+  /// multiple of 4, mTilesPerWarp 1, Q always in workgroup memory).
+  bool wgmma = false;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
 };
@@ -55,6 +58,13 @@ inline TensorCoreSharedLayout
 tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
   TensorCoreSharedLayout l;
   l.qOffset = 0;
+  if (ks.wgmma) {
+    // Unpadded canonical wgmma tiles: Q, then two stages each of K and V.
+    l.kOffset = ks.blockM() * ks.d * 2;
+    l.vOffset = l.kOffset + 2 * ks.blockN * ks.d * 2;
+    l.bytes = l.vOffset + 2 * ks.blockN * ks.dv * 2;
+    return l;
+  }
   l.kOffset =
       ks.qInShared ? ks.blockM() * (ks.d + kTensorCoreRowPad) * 2 : 0;
   l.vOffset = l.kOffset + ks.blockN * (ks.d + kTensorCoreRowPad) * 2;
@@ -69,6 +79,11 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
 /// mma.sync tensor cores.
 void buildTensorCoreForwardBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                                 const TensorCoreForwardShape &ks);
+
+/// Fills `func` (as buildTensorCoreForwardBody; ks.wgmma set) with the
+/// forward on sm_90a warpgroup MMA (WgmmaForward.cpp).
+void buildWgmmaForwardBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                           const TensorCoreForwardShape &ks);
 
 /// The static facts that shape one tensor-core backward kernel
 /// (TensorCoreBackward.cpp). For `_dkdv`, warps own key rows and the loop
