@@ -28,7 +28,7 @@ func.func @$name(%q: $t, %k: $t, %v: $t) -> ($t, tensor<?x?xf32>) {
 }
 MLIR
         "$FA_OPT" ".dev/mlir/$name.mlir" \
-          --fa-to-ptx="chip=$CHIP output-dir=$DIR num-warps=$w block-m=$m block-n=$n" -o /dev/null
+          --fa-to-ptx="chip=$CHIP output-dir=$DIR ${FA_TO_PTX_OPTS:-} num-warps=$w block-m=$m block-n=$n" -o /dev/null
         ptxas -arch=sm_90a -v "$DIR/${name}_attention_0.ptx" -o /dev/null 2>&1 \
           | grep -E "registers|spill" | tr '\n' ' ' | sed "s/^/$name: /"; echo
       done

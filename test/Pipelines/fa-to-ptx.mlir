@@ -42,8 +42,8 @@
 // MANIFEST-NEXT:has_lse 1
 // MANIFEST-NEXT:block_m 128
 // MANIFEST-NEXT:block_n 64
-// MANIFEST-NEXT:threads 128
-// MANIFEST-NEXT:shared_bytes 18432
+// MANIFEST-NEXT:threads 256
+// MANIFEST-NEXT:shared_bytes 69120
 // MANIFEST-NEXT:row_align 16
 // MANIFEST-NEXT:params q k v o lse
 // MANIFEST-NEXT:grid ceil_div(seqlen_q,block_m) batch 1
@@ -53,9 +53,10 @@
 // (--implicit-check-not on the RUN lines).
 // PTX90: .target sm_90a
 // PTX90: .visible .entry main_attention_0(
-// PTX90: .maxntid 128, 1, 1
+// PTX90: .maxntid 256, 1, 1
 // PTX90: .shared .align 16 .b8 __dynamic_shmem
 // PTX90: bar.sync
+// PTX90: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 
 // SECOND: kernel other_attention_0
 // SECOND: dtype f16

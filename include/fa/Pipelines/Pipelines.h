@@ -72,7 +72,7 @@ struct FAToPTXPipelineOptions
                      "for f16/bf16 attention with head dims that are "
                      "multiples of 32 up to 128 (convert-fa-to-gpu); false: "
                      "the mma.sync kernel"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",
       llvm::cl::desc("Tensor-core kernel (sm_80 and later, f16/bf16): warps "

@@ -79,6 +79,7 @@ struct KernelShape {
   bool tensorCore = false;
   /// The sm_90a wgmma kernel of WgmmaForward.cpp (tensorCore is set too).
   bool wgmma = false;
+  int64_t wgmmaStages = 2;
   int64_t numWarps = 0, mTilesPerWarp = 0;
   /// Threads per block.
   int64_t threads() const { return tensorCore ? 32 * numWarps : blockM; }
@@ -96,12 +97,14 @@ getTensorCoreForwardShape(const KernelShape &ks) {
       ks.hasLse,   ks.causal, ks.scale, ks.numWarps,
       ks.mTilesPerWarp, ks.blockN,
       /*qInShared=*/ks.wgmma || ks.mTilesPerWarp * ks.d > 128,
-      /*wgmma=*/ks.wgmma};
+      /*wgmma=*/ks.wgmma, /*wgmmaStages=*/ks.wgmmaStages};
 }
 
 /// Completes `ks` for the sm_90a wgmma kernel: whole warpgroups of 64
 /// query rows (block_m = 16 x num-warps, default 8 warps) and block_n keys
-/// (default 128); fails with an op error on a shape it cannot take.
+/// (default 64 up to head dim 64, else 128, or 64 when 128 does not fit in
+/// max-shared-bytes), three K/V stages when they fit, else two; fails with
+/// an op error on a shape it cannot take.
 static FailureOr<KernelShape>
 getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
               KernelShape ks) {
@@ -109,40 +112,56 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   if (options.blockM && !options.numWarps)
     warps = options.blockM / 16;
   int64_t blockM = options.blockM ? options.blockM : 16 * warps;
-  int64_t blockN = options.blockN ? options.blockN : 128;
   if (warps % 4 != 0 || blockM != 16 * warps)
     return op.emitOpError("the wgmma kernel expects whole warpgroups of 64 "
                           "query rows: num-warps a multiple of 4 and "
                           "block-m = 16 x num-warps, got num-warps = ")
            << warps << " and block-m = " << blockM;
-  if (blockN % 16 != 0 || blockN > 256)
-    return op.emitOpError("the wgmma kernel expects block-n to be a "
-                          "multiple of 16 of at most 256, got ")
-           << blockN;
-  // Each warp copies whole 8-row x 64-byte groups of the K/V tiles.
-  for (int64_t width : {ks.d, ks.dv})
-    if ((blockN / 8) * (width / 32) % warps != 0)
-      return op.emitOpError("the wgmma kernel expects the ")
-             << blockN / 8 * (width / 32)
-             << " 8-row x 32-column groups of a K/V tile (block-n = "
-             << blockN << ", head dim " << width
-             << ") to split evenly over num-warps = " << warps;
+  // Measured on the H200 (docs/PERFORMANCE.md): 64 keys per tile up to
+  // head dim 64 (then two blocks fit on a multiprocessor), else 128.
+  SmallVector<int64_t, 2> blockNs;
+  if (options.blockN)
+    blockNs.push_back(options.blockN);
+  else if (std::max(ks.d, ks.dv) <= 64)
+    blockNs.push_back(64);
+  else
+    blockNs.append({128, 64});
+  for (int64_t blockN : blockNs) {
+    if (blockN % 16 != 0 || blockN > 256)
+      return op.emitOpError("the wgmma kernel expects block-n to be a "
+                            "multiple of 16 of at most 256, got ")
+             << blockN;
+    // Each warp copies whole 8-row x 32-column groups of the K/V tiles.
+    for (int64_t width : {ks.d, ks.dv})
+      if ((blockN / 8) * (width / 32) % warps != 0)
+        return op.emitOpError("the wgmma kernel expects the ")
+               << blockN / 8 * (width / 32)
+               << " 8-row x 32-column groups of a K/V tile (block-n = "
+               << blockN << ", head dim " << width
+               << ") to split evenly over num-warps = " << warps;
+  }
   ks.tensorCore = true;
   ks.wgmma = true;
   ks.numWarps = warps;
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
-  ks.blockN = blockN;
-  int64_t sharedBytes = gpukernel::tensorCoreSharedLayout(
-                            getTensorCoreForwardShape(ks))
-                            .bytes;
-  if (sharedBytes > options.maxSharedBytes)
-    return op.emitOpError("the wgmma kernel's tiles (block-m = ")
-           << blockM << ", block-n = " << blockN << ", two K/V stages) take "
-           << sharedBytes << " bytes of workgroup memory, over the "
-           << options.maxSharedBytes
-           << " bytes a block may use (max-shared-bytes, set by the chip)";
-  return ks;
+  int64_t sharedBytes = 0;
+  for (int64_t blockN : blockNs) {
+    ks.blockN = blockN;
+    for (int64_t stages : {3, 2}) {
+      ks.wgmmaStages = stages;
+      sharedBytes = gpukernel::tensorCoreSharedLayout(
+                        getTensorCoreForwardShape(ks))
+                        .bytes;
+      if (sharedBytes <= options.maxSharedBytes)
+        return ks;
+    }
+  }
+  return op.emitOpError("the wgmma kernel's tiles (block-m = ")
+         << blockM << ", block-n = " << ks.blockN << ", two K/V stages) take "
+         << sharedBytes << " bytes of workgroup memory, over the "
+         << options.maxSharedBytes
+         << " bytes a block may use (max-shared-bytes, set by the chip)";
 }
 
 /// Completes `ks` for the tensor-core kernel: the block shape from the

@@ -26,6 +26,12 @@ namespace gpukernel {
 /// for f16/bf16): ldmatrix reads without bank conflicts.
 inline constexpr int64_t kTensorCoreRowPad = 8;
 
+/// Bytes of one column of 8 x 16-byte core matrices (16-byte chunk c of
+/// every row) of a `rows`-row wgmma tile: 64 bytes of padding shift
+/// adjacent columns by half a bank row, so that 8 lanes writing 4 rows of
+/// two adjacent chunks hit distinct banks.
+inline int64_t wgmmaColumnBytes(int64_t rows) { return rows * 16 + 64; }
+
 /// The static facts that shape a tensor-core forward kernel.
 struct TensorCoreForwardShape {
   Type elt;  // q/k/v element type: f16 or bf16
@@ -43,6 +49,9 @@ struct TensorCoreForwardShape {
   /// The Hopper kernel of WgmmaForward.cpp (sm_90a wgmma; numWarps a
   /// multiple of 4, mTilesPerWarp 1, Q always in workgroup memory).
   bool wgmma = false;
+  /// wgmma kernel: K/V stages in workgroup memory (2 or 3): K_{j+s-1} and
+  /// V_{j+s-1} load while block j is computed.
+  int64_t wgmmaStages = 2;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
 };
@@ -59,10 +68,13 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
   TensorCoreSharedLayout l;
   l.qOffset = 0;
   if (ks.wgmma) {
-    // Unpadded canonical wgmma tiles: Q, then two stages each of K and V.
-    l.kOffset = ks.blockM() * ks.d * 2;
-    l.vOffset = l.kOffset + 2 * ks.blockN * ks.d * 2;
-    l.bytes = l.vOffset + 2 * ks.blockN * ks.dv * 2;
+    // Canonical wgmma tiles (columns of core matrices, wgmmaColumnBytes
+    // apart): Q, then the stages of K, then those of V.
+    l.kOffset = ks.d / 8 * wgmmaColumnBytes(ks.blockM());
+    l.vOffset =
+        l.kOffset + ks.wgmmaStages * ks.d / 8 * wgmmaColumnBytes(ks.blockN);
+    l.bytes =
+        l.vOffset + ks.wgmmaStages * ks.dv / 8 * wgmmaColumnBytes(ks.blockN);
     return l;
   }
   l.kOffset =

@@ -27,20 +27,20 @@
 //     mask; online softmax; O *= alpha where a row max moved; P in regs
 //     O += P V_j           block_n/16 wgmma (A from registers, B = V_j
 //                          N-major from workgroup memory)
-//     barrier; cp.async K_{j+2}, V_{j+2} into stage j % 2 (group j + 2)
+//     (K_{j+s-1} and V_{j+s-1} load into the stage of block j - 1 once
+//     every warpgroup is done with it; s = 2 or 3 stages)
 //   o = O / l, lse = m ln 2 + ln l
 //
 // Tiles use wgmma's canonical layout without swizzling (PTX ISA, "Shared
 // Memory Matrix Layout"): 8 rows x 16 bytes core matrices, 128 contiguous
 // bytes each; the 16-byte chunk c of tile row r lives at byte
-// (c * rows / 8 + r / 8) * 128 + (r % 8) * 16. For Q and K (K-major
-// operands) cores adjacent along the head dim are rows * 16 bytes apart
-// (leading byte offset) and cores adjacent along rows 128 (stride byte
-// offset); V is the N-major B operand of P V (N = head dim, K = keys):
-// cores adjacent along keys are 128 bytes apart, along the head dim
-// block_n * 16. cp.async writes each core's 8 rows from 8 consecutive
-// lanes (128 contiguous bytes: no bank conflicts), the 4 lane octets of a
-// warp read 64 contiguous bytes of each global row.
+// c * col + (r / 8) * 128 + (r % 8) * 16, col = rows * 16 + 64 (a column of
+// cores plus 64 bytes of padding against bank conflicts of the copies).
+// For Q and K (K-major operands) cores adjacent along the head dim are
+// col bytes apart (leading byte offset) and cores adjacent along rows 128
+// (stride byte offset); V is the N-major B operand of P V (N = head dim,
+// K = keys): cores adjacent along keys are 128 bytes apart (leading), along
+// the head dim col (stride). See CanonicalCopy for the cp.async mapping.
 //
 // wgmma, its fences and the commit/wait are inline PTX (MLIR 22's
 // nvvm.wgmma.mma_async takes A only from workgroup memory); the fence and
@@ -198,40 +198,114 @@ Descriptor makeDescriptor(FragmentBuilder &x, Value smemUnits, int64_t lbo,
   return Descriptor{arith::AddIOp::create(x.b, x.loc, smemUnits, h)};
 }
 
-/// Copies rows [r0, r0 + rows) of `src[batch]` (`width` elements each) by
-/// 16-byte cp.async into the canonical layout (file header) at element
-/// `dstOffset` of `tile`; rows at or past `limit` are zero-filled (their
-/// source row clamped). Does not commit.
-void copyCanonical(FragmentBuilder &x, Value src, Value tile, Value dstOffset,
-                   Value batch, Value r0, Value limit, int64_t rows,
-                   int64_t width, int64_t threads, const LaneIds &ids) {
-  auto tokenType = nvgpu::DeviceAsyncTokenType::get(x.b.getContext());
-  const int64_t warps = threads / 32, rows8 = rows / 8;
-  const int64_t groups = rows8 * (width / 32);
-  Value c0 = x.cstIndex(0), c8 = x.cstIndex(8);
-  Value lane8 = arith::RemUIOp::create(x.b, x.loc, ids.lane, c8);
-  Value octet = arith::DivUIOp::create(x.b, x.loc, ids.lane, c8);
-  Value lastRow = x.maxS(x.sub(limit, x.cstIndex(1)), c0);
-  for (int64_t it = 0; it * warps < groups; ++it) {
-    Value w = x.add(ids.warp, x.cstIndex(it * warps));
-    Value rb = arith::RemUIOp::create(x.b, x.loc, w, x.cstIndex(rows8));
-    Value kq = arith::DivUIOp::create(x.b, x.loc, w, x.cstIndex(rows8));
-    Value row = x.add(x.mul(rb, c8), lane8);
-    Value chunk = x.add(x.mul(kq, x.cstIndex(4)), octet);
-    Value dst = x.add(dstOffset,
-                      x.add(x.mul(x.add(x.mul(chunk, x.cstIndex(rows8)), rb),
-                                  x.cstIndex(64)),
-                            x.mul(lane8, c8)));
-    Value key = x.add(r0, row);
-    Value valid = x.cmpI(arith::CmpIPredicate::slt, key, limit);
-    Value srcElements = x.select(valid, c8, c0);
-    key = x.minS(key, lastRow);
-    nvgpu::DeviceAsyncCopyOp::create(
-        x.b, x.loc, tokenType, tile, ValueRange{dst}, src,
-        ValueRange{batch, key, x.mul(chunk, c8)}, x.b.getIndexAttr(8),
-        srcElements, x.b.getUnitAttr());
+/// How the threads copy a [rows, width] tile into the canonical layout
+/// (file header) with 16-byte cp.async. Warp-chunk group w covers 8 rows x
+/// 4 chunks: rows 8 * (w / quads) + .., chunks 4 * (w % quads) + ..,
+/// quads = width / 32. Within it, the 8 lanes of an octet o take 4 rows
+/// (4 * (o % 2) + p / 2, p = lane % 8) x 2 adjacent chunks (2 * (o / 2) +
+/// p % 2): each row's 32 bytes are one full global-memory sector, and with
+/// the 64-byte column padding the octet's 8 destinations cover the 32
+/// banks once. Round r takes groups warp + r * warps. When the warps are a
+/// multiple of quads, a thread's chunk is fixed and each round adds a
+/// constant number of rows: the per-thread row, chunk and destination are
+/// computed once, before the key loop.
+struct CanonicalCopy {
+  int64_t rows, width, warps;
+  Value row0, chunk, dst0; // per thread; dst0 in elements
+  int64_t rowStep, dstStep; // per round (valid when `fixed`)
+  bool fixed;
+
+  static CanonicalCopy plan(FragmentBuilder &x, int64_t rows, int64_t width,
+                            int64_t threads, const LaneIds &ids) {
+    CanonicalCopy c{rows, width, threads / 32, Value(), Value(), Value(),
+                    0, 0, false};
+    int64_t quads = width / 32;
+    c.fixed = c.warps % quads == 0;
+    if (c.fixed) {
+      c.rowStep = 8 * (c.warps / quads);
+      c.dstStep = 64 * (c.warps / quads);
+      c.groupIndices(x, ids.warp, ids.lane, c.row0, c.chunk, c.dst0);
+    }
+    return c;
   }
-}
+
+  int64_t rounds() const {
+    return (rows / 8) * (width / 32) / warps;
+  }
+
+  /// Row, chunk and destination (elements, tile-relative) of this lane in
+  /// group `w`.
+  void groupIndices(FragmentBuilder &x, Value w, Value lane, Value &row,
+                    Value &chunk, Value &dst) const {
+    Value c2 = x.cstIndex(2), c8 = x.cstIndex(8),
+          quads = x.cstIndex(width / 32);
+    Value p = arith::RemUIOp::create(x.b, x.loc, lane, c8);
+    Value o = arith::DivUIOp::create(x.b, x.loc, lane, c8);
+    Value rowIn =
+        x.add(arith::DivUIOp::create(x.b, x.loc, p, c2),
+              x.mul(arith::RemUIOp::create(x.b, x.loc, o, c2), x.cstIndex(4)));
+    Value chunkIn =
+        x.add(arith::RemUIOp::create(x.b, x.loc, p, c2),
+              x.mul(arith::DivUIOp::create(x.b, x.loc, o, c2), c2));
+    Value rb = arith::DivUIOp::create(x.b, x.loc, w, quads);
+    Value kq = arith::RemUIOp::create(x.b, x.loc, w, quads);
+    row = x.add(x.mul(rb, c8), rowIn);
+    chunk = x.add(x.mul(kq, x.cstIndex(4)), chunkIn);
+    dst = x.add(x.add(x.mul(chunk, x.cstIndex(wgmmaColumnBytes(rows) / 2)),
+                      x.mul(rb, x.cstIndex(64))),
+                x.mul(rowIn, c8));
+  }
+
+  /// Copies rows [r0, r0 + rows) of `src[batch]` into the tile at element
+  /// `base` of `tile`. A tile that ends at or before `limit` copies without
+  /// bounds arithmetic; otherwise rows at or past `limit` are zero-filled
+  /// (their source row clamped). Does not commit.
+  void copy(FragmentBuilder &fb, Value src, Value tile, Value base,
+            Value batch, Value r0, Value limit, const LaneIds &ids) const {
+    auto tokenType = nvgpu::DeviceAsyncTokenType::get(fb.b.getContext());
+    auto emitAll = [&](FragmentBuilder &x, bool bounded) {
+      Value c0 = x.cstIndex(0), c8 = x.cstIndex(8);
+      Value lastRow =
+          bounded ? x.maxS(x.sub(limit, x.cstIndex(1)), c0) : Value();
+      for (int64_t it = 0; it < rounds(); ++it) {
+        Value row, chunk, dst;
+        if (fixed) {
+          row = x.add(row0, x.cstIndex(it * rowStep));
+          chunk = this->chunk;
+          dst = x.add(dst0, x.cstIndex(it * dstStep));
+        } else {
+          groupIndices(x, x.add(ids.warp, x.cstIndex(it * warps)), ids.lane,
+                       row, chunk, dst);
+        }
+        Value key = x.add(r0, row);
+        Value srcElements;
+        if (bounded) {
+          Value valid = x.cmpI(arith::CmpIPredicate::slt, key, limit);
+          srcElements = x.select(valid, c8, c0);
+          key = x.minS(key, lastRow);
+        }
+        nvgpu::DeviceAsyncCopyOp::create(
+            x.b, x.loc, tokenType, tile, ValueRange{x.add(base, dst)}, src,
+            ValueRange{batch, key, x.mul(chunk, c8)}, x.b.getIndexAttr(8),
+            srcElements, /*bypassL1=*/UnitAttr());
+      }
+    };
+    Value full = fb.cmpI(arith::CmpIPredicate::sle,
+                         fb.add(r0, fb.cstIndex(rows)), limit);
+    scf::IfOp::create(
+        fb.b, fb.loc, full,
+        [&](OpBuilder &ib, Location il) {
+          FragmentBuilder x(ib, il, fb.elt);
+          emitAll(x, /*bounded=*/false);
+          scf::YieldOp::create(ib, il);
+        },
+        [&](OpBuilder &ib, Location il) {
+          FragmentBuilder x(ib, il, fb.elt);
+          emitAll(x, /*bounded=*/true);
+          scf::YieldOp::create(ib, il);
+        });
+  }
+};
 
 void commitGroup(FragmentBuilder &x) {
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(x.b.getContext());
@@ -258,7 +332,9 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   b.setInsertionPointToStart(&func.front());
 
   TensorCoreSharedLayout layout = tensorCoreSharedLayout(ks);
-  const int64_t kStageBytes = blockN * ks.d * 2, vStageBytes = blockN * ks.dv * 2;
+  const int64_t stages = ks.wgmmaStages;
+  const int64_t colM = wgmmaColumnBytes(blockM), colN = wgmmaColumnBytes(blockN);
+  const int64_t kStageBytes = ks.d / 8 * colN, vStageBytes = ks.dv / 8 * colN;
   Value smem = dynamicShared(fb);
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
@@ -293,49 +369,212 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       arith::CeilDivSIOp::create(b, loc, kvEnd, fb.cstIndex(blockN));
 
   // Descriptors. Q (A, K-major): this warpgroup's 64 rows start at byte
-  // 1024 * warpgroup; k16 step kc at 2 * blockM * 16 bytes more.
+  // 1024 * warpgroup; k16 step kc two core columns (2 * colM bytes) more.
   Value warpgroup = arith::DivUIOp::create(b, loc, warp, fb.cstIndex(4));
-  Descriptor qDesc = makeDescriptor(fb, smemUnits, blockM * 16, 128);
+  Descriptor qDesc = makeDescriptor(fb, smemUnits, colM, 128);
   Value qBase = qDesc.at(
       fb, arith::IndexCastUIOp::create(
               b, loc, i64,
               fb.add(fb.mul(warpgroup, fb.cstIndex(1024 >> 4)),
                      fb.cstIndex(layout.qOffset >> 4))));
-  Descriptor kDesc = makeDescriptor(fb, smemUnits, blockN * 16, 128);
+  Descriptor kDesc = makeDescriptor(fb, smemUnits, colN, 128);
   // V (B, N-major): the leading byte offset steps along K (keys: 128),
-  // the stride byte offset along N (head dim: blockN * 16).
-  Descriptor vDesc = makeDescriptor(fb, smemUnits, 128, blockN * 16);
+  // the stride byte offset along N (head dim: one core column, colN).
+  Descriptor vDesc = makeDescriptor(fb, smemUnits, 128, colN);
 
-  auto loadStage = [&](FragmentBuilder &x, Value jb, Value stage) {
-    Value j0 = x.mul(jb, x.cstIndex(blockN));
-    copyCanonical(x, k, tile,
-                  x.add(x.cstIndex(layout.kOffset / 2),
-                        x.mul(stage, x.cstIndex(kStageBytes / 2))),
-                  batch, j0, tk, blockN, ks.d, threads, ids);
-    copyCanonical(x, v, tile,
-                  x.add(x.cstIndex(layout.vOffset / 2),
-                        x.mul(stage, x.cstIndex(vStageBytes / 2))),
-                  batch, j0, tk, blockN, ks.dv, threads, ids);
-  };
-  auto loadStageIf = [&](FragmentBuilder &x, Value jb, Value stage) {
+  // cp.async of key block jb's K (or V) tile into stage jb % 2, when jb is
+  // a block this query block visits; always commits a group (possibly
+  // empty) so that the group count per iteration is fixed.
+  CanonicalCopy kCopy = CanonicalCopy::plan(fb, blockN, ks.d, threads, ids);
+  CanonicalCopy vCopy =
+      ks.dv == ks.d ? kCopy
+                    : CanonicalCopy::plan(fb, blockN, ks.dv, threads, ids);
+  auto loadTile = [&](FragmentBuilder &x, Value jb, bool isV) {
     Value inRange = x.cmpI(arith::CmpIPredicate::slt, jb, numKeyBlocks);
     scf::IfOp::create(x.b, x.loc, inRange, [&](OpBuilder &ib, Location il) {
       FragmentBuilder y(ib, il, ks.elt);
-      loadStage(y, jb, stage);
+      Value stage =
+          arith::RemUIOp::create(ib, il, jb, y.cstIndex(stages));
+      int64_t offset = isV ? layout.vOffset : layout.kOffset;
+      int64_t stageBytes = isV ? vStageBytes : kStageBytes;
+      (isV ? vCopy : kCopy)
+          .copy(y, isV ? v : k, tile,
+                y.add(y.cstIndex(offset / 2),
+                      y.mul(stage, y.cstIndex(stageBytes / 2))),
+                batch, y.mul(jb, y.cstIndex(blockN)), tk, ids);
       scf::YieldOp::create(ib, il);
     });
+    commitGroup(x);
+  };
+  // The descriptor units of stage jb % 2 of the tile at `offset`.
+  auto stageUnits = [&](FragmentBuilder &x, Value jb, int64_t offset,
+                        int64_t stageBytes) -> Value {
+    Value stage = arith::IndexCastUIOp::create(
+        x.b, x.loc, i64,
+        arith::RemUIOp::create(x.b, x.loc, jb, x.cstIndex(stages)));
+    return arith::AddIOp::create(
+        x.b, x.loc,
+        arith::MulIOp::create(
+            x.b, x.loc, stage,
+            arith::ConstantIntOp::create(x.b, x.loc, i64, stageBytes >> 4)),
+        arith::ConstantIntOp::create(x.b, x.loc, i64, offset >> 4));
+  };
+  // Waits for the cp.async groups older than the newest `pending` ones,
+  // then makes every thread's copies visible to wgmma (async proxy).
+  auto landCopies = [&](FragmentBuilder &x, int64_t pending) {
+    NVVM::CpAsyncWaitGroupOp::create(x.b, x.loc, pending);
+    inlinePtx(x, "fence.proxy.async.shared::cta;", {}, ValueRange{});
+    gpu::BarrierOp::create(x.b, x.loc);
   };
 
-  // Group 0: Q (rows past Tq zero-filled) and stage 0; group 1: stage 1
-  // (each group committed even when empty, so that "all but the newest"
-  // is always the current stage).
-  copyCanonical(fb, q, tile, fb.cstIndex(layout.qOffset / 2), batch, i0, tq,
-                blockM, ks.d, threads, ids);
-  loadStageIf(fb, c0, c0);
-  commitGroup(fb);
-  loadStageIf(fb, c1, c1);
-  commitGroup(fb);
+  // Issues S = Q K_jb^T (dChunks wgmma m64n{blockN}k16, both operands from
+  // workgroup memory) as one wgmma group; the accumulators are valid after
+  // the matching wait.
+  SmallVector<Type> sTypes(sTiles * 4, f32);
+  auto issueS = [&](FragmentBuilder &x, Value jb) {
+    Value kBase = kDesc.at(x, stageUnits(x, jb, layout.kOffset, kStageBytes));
+    SmallVector<Value> sAcc;
+    inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
+    for (int64_t kc = 0; kc < dChunks; ++kc) {
+      Value descA = arith::AddIOp::create(
+          x.b, x.loc, qBase,
+          arith::ConstantIntOp::create(x.b, x.loc, i64,
+                                       (kc * 2 * colM) >> 4));
+      Value descB = arith::AddIOp::create(
+          x.b, x.loc, kBase,
+          arith::ConstantIntOp::create(x.b, x.loc, i64,
+                                       (kc * 2 * colN) >> 4));
+      Value scaleD = arith::ConstantIntOp::create(x.b, x.loc, i32, kc ? 1 : 0);
+      sAcc = inlinePtx(x, wgmmaText(blockN, ks.elt, false, false), sTypes,
+                       ValueRange{descA, descB, scaleD},
+                       kc ? ValueRange(sAcc) : ValueRange{});
+    }
+    inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
+    return sAcc;
+  };
+  // Issues O += P V_jb (blockN/16 wgmma m64n{dv}k16, A = P from the
+  // registers `pRegs`, B = V_jb N-major from workgroup memory) as one
+  // wgmma group on the accumulator scalars `oAcc`.
+  SmallVector<Type> oTypes(oTiles * 4, f32);
+  auto issuePV = [&](FragmentBuilder &x, SmallVector<Value> oAcc,
+                     SmallVector<Value> pRegs, Value jb) {
+    Value vBase = vDesc.at(x, stageUnits(x, jb, layout.vOffset, vStageBytes));
+    SmallVector<Value> fenced = oAcc;
+    llvm::append_range(fenced, pRegs);
+    fenced = ptxWith(x, "wgmma.fence.sync.aligned;", fenced);
+    oAcc.assign(fenced.begin(), fenced.begin() + oAcc.size());
+    pRegs.assign(fenced.begin() + oAcc.size(), fenced.end());
+    Value one = arith::ConstantIntOp::create(x.b, x.loc, i32, 1);
+    for (int64_t kk = 0; kk < sTiles / 2; ++kk) {
+      Value descB = arith::AddIOp::create(
+          x.b, x.loc, vBase,
+          arith::ConstantIntOp::create(x.b, x.loc, i64, (kk * 256) >> 4));
+      SmallVector<Value> ins(pRegs.begin() + 4 * kk, pRegs.begin() + 4 * kk + 4);
+      ins.push_back(descB);
+      ins.push_back(one);
+      oAcc = inlinePtx(x, wgmmaText(ks.dv, ks.elt, true, true), oTypes, ins,
+                       oAcc);
+    }
+    inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
+    return oAcc;
+  };
 
+  // The online softmax of key block jb (FlashAttention-2, Algorithm 1,
+  // lines 9-10, in log2 units) on the S accumulators: masking as in
+  // TensorCoreForward.cpp (R = 1 m16 tile per warp), new m and l, the
+  // rescale factors alpha of O, whether any row max moved, and P in q's
+  // type as the 32-bit A registers of P V.
+  struct Softmax {
+    SmallVector<Value> m, l, alphas, pRegs;
+    Value anyMaxChanged;
+  };
+  auto softmax = [&](FragmentBuilder &x, ArrayRef<Value> sAcc, Value jb,
+                     ArrayRef<Value> m, ArrayRef<Value> l) {
+    Value j0 = x.mul(jb, x.cstIndex(blockN));
+    SmallVector<SmallVector<Value>> s(1);
+    s[0] = toTiles(x, sAcc);
+    Value scaleC = scoreFactor(x, s, ks.scale);
+    Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
+                            x.add(j0, x.cstIndex(blockN)), tk);
+    if (ks.causal != CausalKind::none) {
+      Value lastKey = x.add(j0, x.cstIndex(blockN - 1));
+      Value straddles = x.cmpI(arith::CmpIPredicate::sgt, lastKey,
+                               x.add(warpRow0, causalOffset));
+      needMask = arith::OrIOp::create(x.b, x.loc, needMask, straddles);
+    }
+    std::map<int64_t, Value> limits;
+    maskFragments(
+        x, needMask, s,
+        [&](FragmentBuilder &y, int64_t, int64_t n, int64_t h, int64_t e) {
+          Value &limit = limits[h];
+          if (!limit) {
+            Value lastKey = y.sub(tk, c1);
+            limit = ks.causal == CausalKind::none
+                        ? lastKey
+                        : y.minS(y.add(rowOf(y, h), causalOffset), lastKey);
+          }
+          Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
+          return y.cmpI(arith::CmpIPredicate::sgt, key, limit);
+        });
+    Softmax r;
+    r.m.resize(2);
+    r.l.resize(2);
+    r.alphas.resize(2);
+    Value mUse[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      Value mx = ninf;
+      for (int64_t n = 0; n < sTiles; ++n)
+        for (int64_t e = 0; e < 2; ++e)
+          mx = x.maxF(mx, x.extract(s[0][n], {h, e}));
+      mx = x.rowReduce(mx, /*isMax=*/true);
+      Value mNew = x.maxF(m[h], x.mulF(mx, scaleC));
+      r.m[h] = mNew;
+      // While no key of the row is visible m' = -inf: subtract 0 so that
+      // exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN.
+      mUse[h] = x.select(x.isNegInf(mNew), zero, mNew);
+      r.alphas[h] = x.exp2(x.subF(m[h], mUse[h]));
+      r.l[h] = x.mulF(l[h], r.alphas[h]);
+      Value changed = arith::CmpFOp::create(
+          x.b, x.loc, arith::CmpFPredicate::ONE, m[h], mNew);
+      r.anyMaxChanged =
+          r.anyMaxChanged
+              ? arith::OrIOp::create(x.b, x.loc, r.anyMaxChanged, changed)
+              : changed;
+    }
+    Value negM[2] = {arith::NegFOp::create(x.b, x.loc, mUse[0]),
+                     arith::NegFOp::create(x.b, x.loc, mUse[1])};
+    SmallVector<SmallVector<Value>> p(1);
+    for (int64_t n = 0; n < sTiles; ++n)
+      p[0].push_back(
+          mapFragment(x, s[0][n], [&](Value val, int64_t h, int64_t) {
+            Value e = x.exp2(x.fma(val, scaleC, negM[h]));
+            r.l[h] = x.addF(r.l[h], e);
+            return e;
+          }));
+    SmallVector<SmallVector<Value>> pFrag = toAFragments(x, p);
+    for (Value frag : pFrag[0])
+      for (int64_t i = 0; i < 4; ++i) {
+        Value word = vector::BitCastOp::create(
+            x.b, x.loc, x.vec({1}, i32), x.extract(frag, {i}));
+        r.pRegs.push_back(x.extract(word, {0}));
+      }
+    return r;
+  };
+
+  // Copies, one group each: (Q, K_0), V_0, K_1, V_1, ... up to the last
+  // stage (every stage is free). Rows past Tq are zero-filled; no copy of a block that is
+  // not visited (Tk = 0 gives k and v no storage).
+  CanonicalCopy::plan(fb, blockM, ks.d, threads, ids)
+      .copy(fb, q, tile, fb.cstIndex(layout.qOffset / 2), batch, i0, tq, ids);
+  for (int64_t j = 0; j < stages; ++j) {
+    loadTile(fb, fb.cstIndex(j), /*isV=*/false);
+    loadTile(fb, fb.cstIndex(j), /*isV=*/true);
+  }
+
+  // Loop-carried: O accumulator tiles, m and l of rows g / g + 8, and the
+  // P registers of the previous key block (FlashAttention-3, Section 3.2,
+  // intra-warpgroup overlap: P_{j-1} V_{j-1} runs on the tensor cores while
+  // the softmax of S_j runs).
   SmallVector<Value> init;
   for (int64_t i = 0; i < oTiles; ++i)
     init.push_back(fb.zeroAcc());
@@ -343,134 +582,77 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   init.push_back(ninf);
   init.push_back(zero);
   init.push_back(zero);
-  const int64_t mBase = oTiles, lBase = mBase + 2;
+  Value zeroWord = arith::ConstantIntOp::create(b, loc, i32, 0);
+  for (int64_t i = 0; i < sTiles * 2; ++i)
+    init.push_back(zeroWord);
+  const int64_t mBase = oTiles, lBase = mBase + 2, pBase = lBase + 2;
+  SmallVector<Type> carriedTypes;
+  for (Value val : init)
+    carriedTypes.push_back(val.getType());
+  Value anyBlock = fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0);
+
+  // Prologue (when any key block is visited): S_0, its softmax, P_0.
+  auto prologue = scf::IfOp::create(b, loc, carriedTypes, anyBlock,
+                                    /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(prologue.thenBlock());
+    FragmentBuilder x(b, loc, ks.elt);
+    landCopies(x, 2 * stages - 1); // (Q, K_0) landed
+    SmallVector<Value> sAcc = issueS(x, c0);
+    sAcc = ptxWith(x, "wgmma.wait_group.sync.aligned 0;", sAcc);
+    Softmax sm = softmax(x, sAcc, c0, {init[mBase], init[mBase + 1]},
+                         {init[lBase], init[lBase + 1]});
+    SmallVector<Value> yielded(init.begin(), init.begin() + oTiles);
+    llvm::append_range(yielded, sm.m);
+    llvm::append_range(yielded, sm.l);
+    llvm::append_range(yielded, sm.pRegs);
+    scf::YieldOp::create(b, loc, yielded);
+    b.setInsertionPointToStart(prologue.elseBlock());
+    scf::YieldOp::create(b, loc, init);
+  }
 
   auto loop = scf::ForOp::create(
-      b, loc, c0, numKeyBlocks, c1, init,
+      b, loc, c1, numKeyBlocks, c1, prologue.getResults(),
       [&](OpBuilder &lb, Location ll, Value jb, ValueRange carried) {
         FragmentBuilder x(lb, ll, ks.elt);
-        Value j0 = x.mul(jb, x.cstIndex(blockN));
-        Value stage = arith::RemUIOp::create(lb, ll, jb, c2);
-        Value stage64 = arith::IndexCastUIOp::create(lb, ll, i64, stage);
         SmallVector<Value> acc(carried.begin(), carried.begin() + mBase);
         SmallVector<Value> m(carried.begin() + mBase,
                              carried.begin() + lBase);
-        SmallVector<Value> l(carried.begin() + lBase, carried.end());
+        SmallVector<Value> l(carried.begin() + lBase,
+                             carried.begin() + pBase);
+        SmallVector<Value> pPrev(carried.begin() + pBase, carried.end());
 
-        // Stage j has landed (only group j + 1 may be in flight); the
-        // proxy fence makes the cp.async writes visible to wgmma.
-        NVVM::CpAsyncWaitGroupOp::create(lb, ll, 1);
-        inlinePtx(x, "fence.proxy.async.shared::cta;", {}, ValueRange{});
-        gpu::BarrierOp::create(lb, ll);
+        // K_j and V_{j-1} landed (V_j, K_{j+1}, V_{j+1} may be in flight);
+        // every warpgroup is done with S_{j-1}, so K_{j+s-1} may replace
+        // K_{j-1}.
+        landCopies(x, 2 * stages - 3);
+        Value ahead = x.add(jb, x.cstIndex(stages - 1));
+        loadTile(x, ahead, /*isV=*/false);
 
-        // S = Q K_j^T: dChunks wgmma m64n{blockN}k16, both operands from
-        // workgroup memory.
-        auto stageUnits = [&](int64_t offset, int64_t stageBytes) {
-          return arith::AddIOp::create(
-              lb, ll,
-              arith::MulIOp::create(
-                  lb, ll, stage64,
-                  arith::ConstantIntOp::create(lb, ll, i64, stageBytes >> 4)),
-              arith::ConstantIntOp::create(lb, ll, i64, offset >> 4));
-        };
-        Value kBase = kDesc.at(x, stageUnits(layout.kOffset, kStageBytes));
-        Value vBase = vDesc.at(x, stageUnits(layout.vOffset, vStageBytes));
-        SmallVector<Type> sTypes(sTiles * 4, f32);
-        SmallVector<Value> sAcc;
-        inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
-        for (int64_t kc = 0; kc < dChunks; ++kc) {
-          Value unitsA = arith::ConstantIntOp::create(
-              lb, ll, i64, (kc * 2 * blockM * 16) >> 4);
-          Value unitsB = arith::ConstantIntOp::create(
-              lb, ll, i64, (kc * 2 * blockN * 16) >> 4);
-          Value descA = arith::AddIOp::create(lb, ll, qBase, unitsA);
-          Value descB = arith::AddIOp::create(lb, ll, kBase, unitsB);
-          Value scaleD = arith::ConstantIntOp::create(lb, ll, i32, kc ? 1 : 0);
-          sAcc = inlinePtx(x, wgmmaText(blockN, ks.elt, false, false), sTypes,
-                           ValueRange{descA, descB, scaleD},
-                           kc ? ValueRange(sAcc) : ValueRange{});
-        }
-        inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
-        sAcc = ptxWith(x, "wgmma.wait_group.sync.aligned 0;", sAcc);
-        SmallVector<SmallVector<Value>> s(1);
-        s[0] = toTiles(x, sAcc);
+        // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
+        // softmax while the P V group is on the tensor cores.
+        SmallVector<Value> sAcc = issueS(x, jb);
+        SmallVector<Value> oAcc =
+            issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
+        sAcc = ptxWith(x, "wgmma.wait_group.sync.aligned 1;", sAcc);
+        Softmax sm = softmax(x, sAcc, jb, m, l);
+        oAcc = ptxWith(x, "wgmma.wait_group.sync.aligned 0;", oAcc);
+        SmallVector<Value> newAcc = toTiles(x, oAcc);
 
-        Value scaleC = scoreFactor(x, s, ks.scale);
-
-        // Masking as in TensorCoreForward.cpp (R = 1 m16 tile per warp).
-        Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
-                                x.add(j0, x.cstIndex(blockN)), tk);
-        if (ks.causal != CausalKind::none) {
-          Value lastKey = x.add(j0, x.cstIndex(blockN - 1));
-          Value straddles = x.cmpI(arith::CmpIPredicate::sgt, lastKey,
-                                   x.add(warpRow0, causalOffset));
-          needMask = arith::OrIOp::create(lb, ll, needMask, straddles);
-        }
-        std::map<int64_t, Value> limits;
-        maskFragments(
-            x, needMask, s,
-            [&](FragmentBuilder &y, int64_t, int64_t n, int64_t h,
-                int64_t e) {
-              Value &limit = limits[h];
-              if (!limit) {
-                Value lastKey = y.sub(tk, c1);
-                limit = ks.causal == CausalKind::none
-                            ? lastKey
-                            : y.minS(y.add(rowOf(y, h), causalOffset),
-                                     lastKey);
-              }
-              Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
-              return y.cmpI(arith::CmpIPredicate::sgt, key, limit);
-            });
-
-        // Online softmax (FlashAttention-2, Algorithm 1, lines 9-10), in
-        // log2 units.
-        SmallVector<Value> newM(2), newL(2), alphas(2);
-        Value anyMaxChanged;
-        Value mUse[2];
-        for (int64_t h = 0; h < 2; ++h) {
-          Value mx = ninf;
-          for (int64_t n = 0; n < sTiles; ++n)
-            for (int64_t e = 0; e < 2; ++e)
-              mx = x.maxF(mx, x.extract(s[0][n], {h, e}));
-          mx = x.rowReduce(mx, /*isMax=*/true);
-          Value mNew = x.maxF(m[h], x.mulF(mx, scaleC));
-          newM[h] = mNew;
-          mUse[h] = x.select(x.isNegInf(mNew), zero, mNew);
-          alphas[h] = x.exp2(x.subF(m[h], mUse[h]));
-          newL[h] = x.mulF(l[h], alphas[h]);
-          Value changed = arith::CmpFOp::create(
-              lb, ll, arith::CmpFPredicate::ONE, m[h], mNew);
-          anyMaxChanged = anyMaxChanged ? arith::OrIOp::create(
-                                              lb, ll, anyMaxChanged, changed)
-                                        : changed;
-        }
-        Value negM[2] = {arith::NegFOp::create(lb, ll, mUse[0]),
-                         arith::NegFOp::create(lb, ll, mUse[1])};
-        SmallVector<SmallVector<Value>> p(1);
-        for (int64_t n = 0; n < sTiles; ++n)
-          p[0].push_back(
-              mapFragment(x, s[0][n], [&](Value val, int64_t h, int64_t) {
-                Value e = x.exp2(x.fma(val, scaleC, negM[h]));
-                newL[h] = x.addF(newL[h], e);
-                return e;
-              }));
-        SmallVector<SmallVector<Value>> pFrag = toAFragments(x, p);
-
-        // O *= alpha where some row's max moved.
-        SmallVector<Value> newAcc = acc;
+        // O *= alpha_j where some row's max moved (else alpha = 1).
         {
           SmallVector<Type> accTypes(newAcc.size(), x.vec({2, 2}, f32));
-          auto rescale = scf::IfOp::create(lb, ll, accTypes, anyMaxChanged,
+          auto rescale = scf::IfOp::create(lb, ll, accTypes,
+                                           sm.anyMaxChanged,
                                            /*withElseRegion=*/true);
           OpBuilder::InsertionGuard guard(lb);
           lb.setInsertionPointToStart(rescale.thenBlock());
           SmallVector<Value> scaled;
           for (Value tileAcc : newAcc)
             scaled.push_back(mapFragment(
-                x, tileAcc,
-                [&](Value val, int64_t h, int64_t) {
-                  return x.mulF(val, alphas[h]);
+                x, tileAcc, [&](Value val, int64_t h, int64_t) {
+                  return x.mulF(val, sm.alphas[h]);
                 }));
           scf::YieldOp::create(lb, ll, scaled);
           lb.setInsertionPointToStart(rescale.elseBlock());
@@ -480,53 +662,39 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
             newAcc[i] = result;
         }
 
-        // O += P V_j: blockN/16 wgmma m64n{dv}k16, A (P) from registers,
-        // B = V_j N-major (transposed) from workgroup memory.
-        SmallVector<Value> oAcc = toScalars(x, newAcc);
-        SmallVector<Value> aRegs;
-        for (int64_t kk = 0; kk < sTiles / 2; ++kk)
-          for (int64_t i = 0; i < 4; ++i) {
-            Value pair = x.extract(pFrag[0][kk], {i});
-            Value word = vector::BitCastOp::create(lb, ll,
-                                                   x.vec({1}, i32), pair);
-            aRegs.push_back(x.extract(word, {0}));
-          }
-        {
-          SmallVector<Value> fenced = oAcc;
-          llvm::append_range(fenced, aRegs);
-          fenced = ptxWith(x, "wgmma.fence.sync.aligned;", fenced);
-          oAcc.assign(fenced.begin(), fenced.begin() + oAcc.size());
-          aRegs.assign(fenced.begin() + oAcc.size(), fenced.end());
-        }
-        SmallVector<Type> oTypes(oAcc.size(), f32);
-        Value one = arith::ConstantIntOp::create(lb, ll, i32, 1);
-        for (int64_t kk = 0; kk < sTiles / 2; ++kk) {
-          Value descB = arith::AddIOp::create(
-              lb, ll, vBase,
-              arith::ConstantIntOp::create(lb, ll, i64, (kk * 256) >> 4));
-          SmallVector<Value> ins(aRegs.begin() + 4 * kk,
-                                 aRegs.begin() + 4 * kk + 4);
-          ins.push_back(descB);
-          ins.push_back(one);
-          oAcc = inlinePtx(x, wgmmaText(ks.dv, ks.elt, true, true), oTypes,
-                           ins, oAcc);
-        }
-        inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
-        oAcc = ptxWith(x, "wgmma.wait_group.sync.aligned 0;", oAcc);
-        newAcc = toTiles(x, oAcc);
-
-        // Every warpgroup is done with stage j: refill it with j + 2.
+        // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
         gpu::BarrierOp::create(lb, ll);
-        loadStageIf(x, x.add(jb, c2), stage);
-        commitGroup(x);
+        loadTile(x, ahead, /*isV=*/true);
 
         SmallVector<Value> yielded = newAcc;
-        llvm::append_range(yielded, newM);
-        llvm::append_range(yielded, newL);
+        llvm::append_range(yielded, sm.m);
+        llvm::append_range(yielded, sm.l);
+        llvm::append_range(yielded, sm.pRegs);
         scf::YieldOp::create(lb, ll, yielded);
       });
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
 
+  // The last block's P V (when any block was visited).
+  SmallVector<Type> accTypes(oTiles, fb.vec({2, 2}, f32));
+  auto last = scf::IfOp::create(b, loc, accTypes, anyBlock,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(last.thenBlock());
+    FragmentBuilder x(b, loc, ks.elt);
+    landCopies(x, 0);
+    SmallVector<Value> acc(loop.getResults().begin(),
+                           loop.getResults().begin() + oTiles);
+    SmallVector<Value> pLast(loop.getResults().begin() + pBase,
+                             loop.getResults().end());
+    SmallVector<Value> oAcc = issuePV(x, toScalars(x, acc), pLast,
+                                      x.sub(numKeyBlocks, c1));
+    oAcc = ptxWith(x, "wgmma.wait_group.sync.aligned 0;", oAcc);
+    scf::YieldOp::create(b, loc, toTiles(x, oAcc));
+    b.setInsertionPointToStart(last.elseBlock());
+    scf::YieldOp::create(
+        b, loc, ValueRange(loop.getResults().slice(0, oTiles)));
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   // Epilogue: o = O / l, lse = m ln 2 + ln l.
   const double ln2 = 0.6931471805599453;
   for (int64_t h = 0; h < 2; ++h) {
@@ -540,7 +708,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
     scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
       FragmentBuilder y(ib, il, ks.elt);
-      SmallVector<Value> accRow(loop.getResults().slice(0, oTiles));
+      SmallVector<Value> accRow(last.getResults());
       storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
       if (lse) {
         Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, c0);
