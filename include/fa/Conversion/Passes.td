@@ -84,6 +84,25 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     `row_align 16`). Other element types and head dims keep the scalar
     kernel.
 
+    With `wgmma` as well (fa-to-ptx sets it for sm_90a; the kernel needs
+    that architecture-specific target), f16/bf16 attention with head dims
+    that are multiples of 32 up to 128 gets the Hopper forward instead
+    (lib/Conversion/FAToGPU/WgmmaForward.cpp; FlashAttention-3, Shah et al.
+    2024, Section 3): `num-warps / 4` warpgroups of 64 query rows (block-m =
+    16 x num-warps; default 8 warps, block-m 128); `S = Q K^T` as
+    `wgmma.mma_async` m64n{block-n}k16 with both operands in workgroup
+    memory, `O += P V` as m64n{Dv}k16 with P from registers (inline PTX:
+    MLIR 22's nvvm.wgmma.mma_async takes A only from workgroup memory); the
+    softmax of S_j runs while P_{j-1} V_{j-1} is on the tensor cores. Q, K
+    and V tiles arrive by cp.async (through L1) in wgmma's canonical
+    no-swizzle layout (columns of 8 x 16-byte core matrices, padded by 64
+    bytes), three K/V stages when they fit in `max-shared-bytes`, else two.
+    Default block-n: 64 up to head dim 64, else 128 (64 when 128 does not
+    fit). Errors on the op: num-warps not a multiple of 4 or block-m not
+    16 x num-warps; block-n not a multiple of 16 or over 256; a K/V tile
+    whose 8-row x 32-column groups do not split evenly over the warps; tiles
+    over `max-shared-bytes` even with two stages.
+
     Preconditions and limits (each reported as an error on the op): no
     `mask` operand; static head dims D and Dv; `block-m` in [1, 1024] (0:
     default); for the tensor-core kernel, `block-m` a multiple of
