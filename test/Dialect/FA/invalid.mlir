@@ -120,6 +120,15 @@ func.func @o_wrong_type(%q: tensor<8x4xbf16>, %k: tensor<16x4xbf16>, %v: tensor<
 
 // -----
 
+// With f32 q the only allowed o type is named once.
+func.func @o_wrong_type_f32(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf16> {
+  // expected-error @+1 {{'fa.attention' op expected o element type f32 (that of q), got 'f16'}}
+  %o = fa.attention %q, %k, %v : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf16>
+  return %o : tensor<8x4xf16>
+}
+
+// -----
+
 func.func @lse_wrong_type(%q: tensor<8x4xf16>, %k: tensor<16x4xf16>, %v: tensor<16x4xf16>) -> (tensor<8x4xf16>, tensor<8xf16>) {
   // expected-error @+1 {{'fa.attention' op expected lse element type f32, got 'f16'}}
   %o, %lse = fa.attention %q, %k, %v : tensor<8x4xf16>, tensor<16x4xf16>, tensor<16x4xf16> -> tensor<8x4xf16>, tensor<8xf16>

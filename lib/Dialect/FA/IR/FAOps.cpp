@@ -134,10 +134,16 @@ static LogicalResult verifyTensorLike(Operation *op, StringRef name,
                                       RankedTensorType ty, Type elt,
                                       ArrayRef<int64_t> want,
                                       StringRef layout) {
-  if (ty.getElementType() != elt && !ty.getElementType().isF32())
+  if (ty.getElementType() != elt && !ty.getElementType().isF32()) {
+    // When q is f32 the two allowed types coincide: name it once.
+    if (elt.isF32())
+      return op->emitOpError("expected ")
+             << name << " element type f32 (that of q), got "
+             << ty.getElementType();
     return op->emitOpError("expected ")
            << name << " element type " << elt << " (that of q) or f32, got "
            << ty.getElementType();
+  }
   int64_t rank = want.size();
   if (ty.getRank() != rank)
     return op->emitOpError("expected ")
