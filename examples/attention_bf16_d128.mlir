@@ -6,8 +6,9 @@
 //
 // compiles it with the mma.sync tensor-core kernel of the sm_80 path
 // (4 warps of 32 query rows, block_m 128, block_n 32, Q in workgroup memory;
-// see convert-fa-to-gpu in docs/PASSES.md); `chip=sm_90a` (the default) takes the same path
-// until the Hopper kernels land. Run it with
+// see convert-fa-to-gpu in docs/PASSES.md); `chip=sm_90a` (the default)
+// takes the Hopper wgmma kernel instead (two warpgroups, block_m 128,
+// block_n 128; `wgmma=false` keeps mma.sync). Run it with
 //
 //   fa-run --manifest build/kernels/attention_bf16_d128_attention_0.manifest \
 //       --batch 64 --seqlen-q 4096 --seqlen-k 4096

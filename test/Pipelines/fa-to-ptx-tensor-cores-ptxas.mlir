@@ -42,6 +42,8 @@
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_f16_d128_bottom_right_attention_backward_0.ptx -o %t/bwd_f16_d128_bottom_right_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_80 -v %t/sm80/bwd_f16_d128_bottom_right_attention_backward_0.ptx -o %t/bwd_f16_d128_bottom_right_sm80.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d32_top_left_attention_0.ptx -o %t/bf16_d32_top_left_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d64_dv32_none_attention_0.ptx -o %t/f16_d64_dv32_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // Every kernel of a module (the backward has three) without spills.
 // NOSPILL-NOT: {{[1-9][0-9]*}} bytes spill
 // NOSPILL-NOT: warning
@@ -151,4 +153,16 @@ func.func @bwd_f16_d128_bottom_right(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128
   %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(bottom_right)
       : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?xf32> -> tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>
   return %dq, %dk, %dv : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>
+}
+
+// Head dims the wgmma kernel takes besides 64 and 128 (default block-n 64).
+func.func @bf16_d32_top_left(%q: tensor<?x?x32xbf16>, %k: tensor<?x?x32xbf16>, %v: tensor<?x?x32xbf16>) -> (tensor<?x?x32xbf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(top_left)
+      : tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16> -> tensor<?x?x32xbf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x32xbf16>, tensor<?x?xf32>
+}
+func.func @f16_d64_dv32_none(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x?x32xf16>) -> tensor<?x?x32xf16> {
+  %o = fa.attention %q, %k, %v
+      : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x32xf16> -> tensor<?x?x32xf16>
+  return %o : tensor<?x?x32xf16>
 }

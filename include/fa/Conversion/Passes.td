@@ -86,7 +86,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
 
     With `wgmma` as well (fa-to-ptx sets it for sm_90a; the kernel needs
     that architecture-specific target), f16/bf16 attention with head dims
-    that are multiples of 32 up to 128 gets the Hopper forward instead
+    (D and Dv) 32, 64 or 128 gets the Hopper forward instead
     (lib/Conversion/FAToGPU/WgmmaForward.cpp; FlashAttention-3, Shah et al.
     2024, Section 3): `num-warps / 4` warpgroups of 64 query rows (block-m =
     16 x num-warps; default 8 warps, block-m 128); `S = Q K^T` as
@@ -174,7 +174,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "kernel (sm_80 and later) instead of the scalar one">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
            "With tensor-cores, fa.attention with f16/bf16 operands and head "
-           "dims that are multiples of 32 up to 128: the sm_90a warpgroup "
+           "dims 32, 64 or 128: the sm_90a warpgroup "
            "MMA (wgmma) kernel; needs chip sm_90a">,
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"0",
            "Tensor-core kernel: warps per block, in [1, 16]; each owns "

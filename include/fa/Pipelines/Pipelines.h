@@ -69,8 +69,8 @@ struct FAToPTXPipelineOptions
   PassOptions::Option<bool> wgmma{
       *this, "wgmma",
       llvm::cl::desc("On sm_90a, the warpgroup-MMA (wgmma) forward kernel "
-                     "for f16/bf16 attention with head dims that are "
-                     "multiples of 32 up to 128 (convert-fa-to-gpu); false: "
+                     "for f16/bf16 attention with head dims (D and Dv) "
+                     "32, 64 or 128 (convert-fa-to-gpu); false: "
                      "the mma.sync kernel"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{

@@ -219,8 +219,13 @@ getBackwardShape(AttentionBackwardOp op,
   bs.deterministic = options.deterministic;
   if (givenOptions.tensorCores && (bs.elt.isF16() || bs.elt.isBF16()) &&
       bs.doElt == bs.elt && bs.d % 16 == 0 && bs.dv % 16 == 0 &&
-      bs.d <= 128 && bs.dv <= 128)
+      bs.d <= 128 && bs.dv <= 128) {
+    if (!scaleFoldsInF32(bs.scale))
+      return op.emitOpError("the tensor-core kernels fold scale * log2(e) "
+                            "into one f32, expected |scale| <= 2.35e38, got ")
+             << bs.scale;
     return getTensorCoreBackwardShape(op, givenOptions, bs);
+  }
 
   // dk/dv kernel: halve the larger block size until the tiles fit in static
   // shared memory.

@@ -101,8 +101,8 @@ getTensorCoreForwardShape(const KernelShape &ks) {
 }
 
 /// Completes `ks` for the sm_90a wgmma kernel: whole warpgroups of 64
-/// query rows (block_m = 16 x num-warps, default 8 warps) and block_n keys
-/// (default 64 up to head dim 64, else 128, or 64 when 128 does not fit in
+/// query rows (block_m = 16 x num-warps, default 8 warps, at most 16) and
+/// block_n keys (default 128 for D 128, else 64; 64 also when 128 does not fit the copies, the registers or
 /// max-shared-bytes), three K/V stages when they fit, else two; fails with
 /// an op error on a shape it cannot take.
 static FailureOr<KernelShape>
@@ -112,33 +112,58 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   if (options.blockM && !options.numWarps)
     warps = options.blockM / 16;
   int64_t blockM = options.blockM ? options.blockM : 16 * warps;
-  if (warps % 4 != 0 || blockM != 16 * warps)
-    return op.emitOpError("the wgmma kernel expects whole warpgroups of 64 "
-                          "query rows: num-warps a multiple of 4 and "
+  if (warps % 4 != 0 || warps > 16 || blockM != 16 * warps)
+    return op.emitOpError("the wgmma kernel expects one to four warpgroups "
+                          "of 64 query rows: num-warps 4, 8, 12 or 16 and "
                           "block-m = 16 x num-warps, got num-warps = ")
            << warps << " and block-m = " << blockM;
-  // Measured on the H200 (docs/PERFORMANCE.md): 64 keys per tile up to
-  // head dim 64 (then two blocks fit on a multiprocessor), else 128.
+  // Per-thread registers of one block (65536 per multiprocessor, at most
+  // 255 per thread), of which the S and O accumulators (block_n / 2 and
+  // Dv / 2) and the P operands (block_n / 4) must leave some 16 for
+  // addresses and the softmax state, or ptxas cannot assemble the kernel.
+  const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
+  auto accumulatorRegs = [&](int64_t blockN) {
+    return blockN / 2 + ks.dv / 2 + blockN / 4;
+  };
+  // Each warp copies whole 8-row x 32-column groups of the K/V tiles.
+  auto splitsEvenly = [&](int64_t blockN) {
+    return (blockN / 8) * (ks.d / 32) % warps == 0 &&
+           (blockN / 8) * (ks.dv / 32) % warps == 0;
+  };
   SmallVector<int64_t, 2> blockNs;
-  if (options.blockN)
-    blockNs.push_back(options.blockN);
-  else if (std::max(ks.d, ks.dv) <= 64)
-    blockNs.push_back(64);
-  else
-    blockNs.append({128, 64});
-  for (int64_t blockN : blockNs) {
+  if (options.blockN) {
+    int64_t blockN = options.blockN;
     if (blockN % 16 != 0 || blockN > 256)
       return op.emitOpError("the wgmma kernel expects block-n to be a "
                             "multiple of 16 of at most 256, got ")
              << blockN;
-    // Each warp copies whole 8-row x 32-column groups of the K/V tiles.
-    for (int64_t width : {ks.d, ks.dv})
-      if ((blockN / 8) * (width / 32) % warps != 0)
-        return op.emitOpError("the wgmma kernel expects the ")
-               << blockN / 8 * (width / 32)
-               << " 8-row x 32-column groups of a K/V tile (block-n = "
-               << blockN << ", head dim " << width
-               << ") to split evenly over num-warps = " << warps;
+    if (!splitsEvenly(blockN))
+      return op.emitOpError("the wgmma kernel expects the 8-row x 32-column "
+                            "groups of a K/V tile (block-n = ")
+             << blockN << ", head dims " << ks.d << " and " << ks.dv
+             << ") to split evenly over num-warps = " << warps;
+    if (accumulatorRegs(blockN) > regBudget)
+      return op.emitOpError("the wgmma kernel's accumulators (block-n = ")
+             << blockN << ", Dv = " << ks.dv << ": "
+             << accumulatorRegs(blockN)
+             << " registers per thread) do not fit the " << regBudget
+             << " a thread of a " << 32 * warps
+             << "-thread block can give them; use a smaller block-n or "
+                "fewer warps";
+    blockNs.push_back(blockN);
+  } else {
+    for (int64_t blockN : {ks.d == 128 ? int64_t(128) : int64_t(64),
+                           int64_t(64), int64_t(32)})
+      if (splitsEvenly(blockN) && accumulatorRegs(blockN) <= regBudget &&
+          !llvm::is_contained(blockNs, blockN))
+        blockNs.push_back(blockN);
+    if (blockNs.empty())
+      return op.emitOpError("the wgmma kernel has no default block-n (128, "
+                            "64 or 32) whose K/V tile splits evenly over "
+                            "num-warps = ")
+             << warps << " (head dims " << ks.d << " and " << ks.dv
+             << "); give block-n (a multiple of 16 such that "
+                "block-n / 8 x head dim / 32 divides by num-warps)";
   }
   ks.tensorCore = true;
   ks.wgmma = true;
@@ -279,10 +304,20 @@ getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
 
   // The tensor-core kernel takes f16/bf16 operands and head dims that are
   // multiples of 16 up to 256; anything else keeps the scalar kernel.
-  // The sm_90a wgmma kernel: head dims that are multiples of 32 up to 128.
+  bool tensorCoreTypes = options.tensorCores &&
+                         (ks.elt.isF16() || ks.elt.isBF16()) &&
+                         ks.d % 16 == 0 && ks.dv % 16 == 0 && ks.d <= 256 &&
+                         ks.dv <= 256;
+  if (tensorCoreTypes && !scaleFoldsInF32(ks.scale))
+    return op.emitOpError("the tensor-core kernels fold scale * log2(e) "
+                          "into one f32, expected |scale| <= 2.35e38, got ")
+           << ks.scale;
+  // The sm_90a wgmma kernel: head dims 32, 64 and 128 (those checked on
+  // the H200; 96 would take an untested tile-copy path).
+  auto wgmmaDim = [](int64_t d) { return d == 32 || d == 64 || d == 128; };
   if (options.tensorCores && options.wgmma &&
-      (ks.elt.isF16() || ks.elt.isBF16()) && ks.d % 32 == 0 &&
-      ks.dv % 32 == 0 && ks.d <= 128 && ks.dv <= 128)
+      (ks.elt.isF16() || ks.elt.isBF16()) && wgmmaDim(ks.d) &&
+      wgmmaDim(ks.dv))
     return getWgmmaShape(op, options, ks);
   if (options.tensorCores && (ks.elt.isF16() || ks.elt.isBF16()) &&
       ks.d % 16 == 0 && ks.dv % 16 == 0 && ks.d <= 256 && ks.dv <= 256)

@@ -21,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <cmath>
 #include <initializer_list>
 #include <limits>
 
@@ -80,6 +81,13 @@ struct KernelBuilder {
     memref::StoreOp::create(b, loc, value, memref, idx);
   }
 };
+
+/// Whether the tensor-core kernels can fold `scale` * log2(e) into one f32
+/// factor (|scale| at most about 2.36e38); beyond, it would become inf.
+inline bool scaleFoldsInF32(float scale) {
+  return std::abs(static_cast<double>(scale) * 1.4426950408889634) <=
+         static_cast<double>(std::numeric_limits<float>::max());
+}
 
 /// The first static size among `dims`, or kDynamic.
 inline int64_t staticDim(std::initializer_list<int64_t> dims) {

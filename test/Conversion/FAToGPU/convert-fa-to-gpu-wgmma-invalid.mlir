@@ -1,19 +1,27 @@
 // Shapes the wgmma kernel cannot take are errors on the op.
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=8 block-m=64" 2>&1 | FileCheck %s --check-prefix=BLOCKM
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-m=512" 2>&1 | FileCheck %s --check-prefix=DERIVED
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-n=24" 2>&1 | FileCheck %s --check-prefix=BLOCKN
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-n=272" 2>&1 | FileCheck %s --check-prefix=BLOCKN272
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=12 block-n=64" 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=12" 2>&1 | FileCheck %s --check-prefix=NODEFAULT
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=16 block-n=256" 2>&1 | FileCheck %s --check-prefix=REGS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=65536" 2>&1 | FileCheck %s --check-prefix=SMEM
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
+// The tensor-core kernels fold scale * log2(e) into one f32.
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" 2>&1 | FileCheck %s --check-prefix=SCALE
 
-// WARPS: :[[@LINE+9]]:8: error: 'fa.attention' op the wgmma kernel expects whole warpgroups of 64 query rows: num-warps a multiple of 4 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
-// BLOCKM: error: 'fa.attention' op the wgmma kernel expects whole warpgroups of 64 query rows: num-warps a multiple of 4 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64
+// WARPS: :[[@LINE+12]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
+// BLOCKM: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64
+// DERIVED: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 32 and block-m = 512
 // BLOCKN: error: 'fa.attention' op the wgmma kernel expects block-n to be a multiple of 16 of at most 256, got 24
 // BLOCKN272: error: 'fa.attention' op the wgmma kernel expects block-n to be a multiple of 16 of at most 256, got 272
-// SPLIT: error: 'fa.attention' op the wgmma kernel expects the 32 8-row x 32-column groups of a K/V tile (block-n = 64, head dim 128) to split evenly over num-warps = 12
-// SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 64, two K/V stages) take 103424 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes, set by the chip)
+// SPLIT: error: 'fa.attention' op the wgmma kernel expects the 8-row x 32-column groups of a K/V tile (block-n = 64, head dims 128 and 128) to split evenly over num-warps = 12
+// NODEFAULT: error: 'fa.attention' op the wgmma kernel has no default block-n (128, 64 or 32) whose K/V tile splits evenly over num-warps = 12 (head dims 128 and 128); give block-n
+// REGS: error: 'fa.attention' op the wgmma kernel's accumulators (block-n = 256, Dv = 128: 256 registers per thread) do not fit the 112 a thread of a 512-thread block can give them; use a smaller block-n or fewer warps
+// SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, two K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes, set by the chip)
 
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
              %v: tensor<2x?x128xbf16>) -> tensor<2x?x128xbf16> {
@@ -21,4 +29,15 @@ func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
       : tensor<2x?x128xbf16>, tensor<2x?x128xbf16>, tensor<2x?x128xbf16>
       -> tensor<2x?x128xbf16>
   return %o : tensor<2x?x128xbf16>
+}
+
+// -----
+
+// SCALE: error: 'fa.attention' op the tensor-core kernels fold scale * log2(e) into one f32, expected |scale| <= 2.35e38, got 3.000000e+38
+func.func @huge_scale(%q: tensor<2x?x64xbf16>, %k: tensor<2x?x64xbf16>,
+                      %v: tensor<2x?x64xbf16>) -> tensor<2x?x64xbf16> {
+  %o = fa.attention %q, %k, %v scale(3.0e38)
+      : tensor<2x?x64xbf16>, tensor<2x?x64xbf16>, tensor<2x?x64xbf16>
+      -> tensor<2x?x64xbf16>
+  return %o : tensor<2x?x64xbf16>
 }

@@ -92,9 +92,13 @@ func.func @f16_d64(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x
 
 // -----
 
-// Negative cases: head dims that are not multiples of 32 or above 128 keep
-// the mma.sync kernel; f32 keeps the scalar one.
+// Negative cases: head dims other than 32, 64 and 128 keep the mma.sync
+// kernel; f32 keeps the scalar one.
 // CHECK-LABEL: module attributes
+// CHECK: gpu.func @d96_attention_0
+// CHECK-NOT: wgmma
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: wgmma
 // CHECK: gpu.func @d80_attention_0
 // CHECK-NOT: wgmma
 // CHECK: nvgpu.mma.sync
@@ -106,6 +110,10 @@ func.func @f16_d64(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x
 // CHECK-NOT: nvgpu.
 // CHECK-NOT: wgmma
 // CHECK: gpu.return
+func.func @d96(%q: tensor<?x?x96xbf16>, %k: tensor<?x?x96xbf16>, %v: tensor<?x?x96xbf16>) -> tensor<?x?x96xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x?x96xbf16>, tensor<?x?x96xbf16>, tensor<?x?x96xbf16> -> tensor<?x?x96xbf16>
+  return %o : tensor<?x?x96xbf16>
+}
 func.func @d80(%q: tensor<?x?x80xbf16>, %k: tensor<?x?x80xbf16>, %v: tensor<?x?x80xbf16>) -> tensor<?x?x80xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x?x80xbf16>, tensor<?x?x80xbf16>, tensor<?x?x80xbf16> -> tensor<?x?x80xbf16>
   return %o : tensor<?x?x80xbf16>
