@@ -97,11 +97,16 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     and V tiles arrive by cp.async (through L1) in wgmma's canonical
     no-swizzle layout (columns of 8 x 16-byte core matrices, padded by 64
     bytes), three K/V stages when they fit in `max-shared-bytes`, else two.
-    Default block-n: 64 up to head dim 64, else 128 (64 when 128 does not
-    fit). Errors on the op: num-warps not a multiple of 4 or block-m not
+    Default block-n: 128 for D 128, else 64 (the next of 64 and 32 when the
+    tile does not split over the warps, its accumulators do not fit the
+    registers or its stages do not fit). Errors on the op: num-warps other
+    than 4, 8, 12 or 16 (also when derived from block-m) or block-m not
     16 x num-warps; block-n not a multiple of 16 or over 256; a K/V tile
-    whose 8-row x 32-column groups do not split evenly over the warps; tiles
-    over `max-shared-bytes` even with two stages.
+    whose 8-row x 32-column groups do not split evenly over the warps;
+    accumulators (block-n / 2 + Dv / 2 + block-n / 4 registers) over the
+    per-thread register budget of the block; tiles over `max-shared-bytes`
+    even with two stages; and, for every tensor-core kernel, |scale| over
+    2.35e38 (scale * log2(e) must be a finite f32).
 
     Preconditions and limits (each reported as an error on the op): no
     `mask` operand; static head dims D and Dv; `block-m` in [1, 1024] (0:
