@@ -62,7 +62,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -72,7 +71,6 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
     OpBuilder &b, Location loc, gpu::GPUFuncOp func,
     const TensorCoreForwardShape &ks) {
   FragmentBuilder fb(b, loc, ks.elt);
-  Type f32 = fb.f32;
   const int64_t R = ks.mTilesPerWarp, W = ks.numWarps;
   const int64_t threads = 32 * W;
   const int64_t blockM = 16 * R * W, blockN = ks.blockN;
@@ -191,109 +189,19 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
         // raw scores is not the max of the scaled ones).
         Value scaleC = scoreFactor(x, s, ks.scale);
 
-        // Mask keys past Tk and, under causal, past the diagonal, only on
-        // blocks that reach them: j0 + blockN > Tk or the block's last key
-        // is past the diagonal of the warp's first row.
-        Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
-                                x.add(j0, x.cstIndex(blockN)), tk);
-        if (ks.causal != CausalKind::none) {
-          Value lastKey = x.add(j0, x.cstIndex(blockN - 1));
-          Value straddles = x.cmpI(arith::CmpIPredicate::sgt, lastKey,
-                                   x.add(warpRow0, causalOffset));
-          needMask = arith::OrIOp::create(lb, ll, needMask, straddles);
-        }
-        // Key j0 + n * 8 + 2t + e is hidden from row rowOf(r, h) when it is
-        // past limit(r, h) = min(row + offset, Tk - 1) (Tk - 1 without
-        // causal): one compare per element, the limits built once per row
-        // inside the masked branch.
-        std::map<std::pair<int64_t, int64_t>, Value> limits;
-        maskFragments(
-            x, needMask, s,
-            [&](FragmentBuilder &y, int64_t r, int64_t n, int64_t h,
-                int64_t e) {
-              Value &limit = limits[{r, h}];
-              if (!limit) {
-                Value lastKey = y.sub(tk, c1);
-                limit = ks.causal == CausalKind::none
-                            ? lastKey
-                            : y.minS(y.add(rowOf(y, r, h), causalOffset),
-                                     lastKey);
-              }
-              Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
-              return y.cmpI(arith::CmpIPredicate::sgt, key, limit);
-            });
+        maskScoreBlock(x, s, ks.causal, j0, blockN, tk, warpRow0,
+                       causalOffset, t2,
+                       [&](FragmentBuilder &y, int64_t r, int64_t h) {
+                         return rowOf(y, r, h);
+                       });
 
-        // Online softmax per fragment row (FlashAttention-2, Algorithm 1,
-        // lines 9-10), in log2 units: m is max(scale * log2(e) * s).
-        SmallVector<Value> newAcc = acc, newM(2 * R), newL(2 * R);
-        SmallVector<Value> alphas(2 * R);
-        Value anyMaxChanged;
-        SmallVector<SmallVector<Value>> p(R);
-        for (int64_t r = 0; r < R; ++r) {
-          Value mUse[2];
-          for (int64_t h = 0; h < 2; ++h) {
-            Value mx = ninf;
-            for (int64_t n = 0; n < sTiles; ++n)
-              for (int64_t e = 0; e < 2; ++e)
-                mx = x.maxF(mx, x.extract(s[r][n], {h, e}));
-            mx = x.rowReduce(mx, /*isMax=*/true);
-            Value mNew = x.maxF(m[2 * r + h], x.mulF(mx, scaleC));
-            newM[2 * r + h] = mNew;
-            // While no key of the row is visible m' = -inf: subtract 0 so
-            // that exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN.
-            mUse[h] = x.select(x.isNegInf(mNew), zero, mNew);
-            Value alpha = x.exp2(x.subF(m[2 * r + h], mUse[h]));
-            alphas[2 * r + h] = alpha;
-            newL[2 * r + h] = x.mulF(l[2 * r + h], alpha);
-            Value changed = arith::CmpFOp::create(
-                lb, ll, arith::CmpFPredicate::ONE, m[2 * r + h], mNew);
-            anyMaxChanged =
-                anyMaxChanged
-                    ? arith::OrIOp::create(lb, ll, anyMaxChanged, changed)
-                    : changed;
-          }
-          // p = exp2(s * c - m') in place, and the lane's partial row sums.
-          Value negM[2] = {arith::NegFOp::create(lb, ll, mUse[0]),
-                           arith::NegFOp::create(lb, ll, mUse[1])};
-          for (int64_t n = 0; n < sTiles; ++n)
-            p[r].push_back(mapFragment(
-                x, s[r][n], [&](Value v, int64_t h, int64_t) {
-                  Value e = x.exp2(x.fma(v, scaleC, negM[h]));
-                  newL[2 * r + h] = x.addF(newL[2 * r + h], e);
-                  return e;
-                }));
-        }
-        // P in q's type as the A fragments of P V (no shared memory).
-        SmallVector<SmallVector<Value>> pFrag = toAFragments(x, p);
-
-        // O *= alpha, only in a thread where some row's max moved: where it
-        // did not, alpha = exp2(0) = 1 exactly (once every row has seen its
-        // largest scores, most blocks skip the rescale). A -inf max that
-        // stays -inf leaves O = 0 either way.
-        {
-          SmallVector<Type> accTypes(newAcc.size(), x.vec({2, 2}, f32));
-          auto rescale = scf::IfOp::create(lb, ll, accTypes, anyMaxChanged,
-                                           /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard guard(lb);
-          lb.setInsertionPointToStart(rescale.thenBlock());
-          SmallVector<Value> scaled;
-          for (int64_t r = 0; r < R; ++r)
-            for (int64_t n = 0; n < oTiles; ++n) {
-              Value tile = newAcc[r * oTiles + n];
-              for (int64_t h = 0; h < 2; ++h)
-                for (int64_t e = 0; e < 2; ++e)
-                  tile = x.insert(
-                      x.mulF(x.extract(tile, {h, e}), alphas[2 * r + h]),
-                      tile, {h, e});
-              scaled.push_back(tile);
-            }
-          scf::YieldOp::create(lb, ll, scaled);
-          lb.setInsertionPointToStart(rescale.elseBlock());
-          scf::YieldOp::create(lb, ll, newAcc);
-          lb.setInsertionPointAfter(rescale);
-          for (auto [i, result] : llvm::enumerate(rescale.getResults()))
-            newAcc[i] = result;
-        }
+        // Online softmax per fragment row, P in q's type as the A fragments
+        // of P V (no shared memory), O *= alpha where a row max moved.
+        OnlineSoftmaxStep sm = onlineSoftmaxStep(x, s, m, l, scaleC);
+        SmallVector<SmallVector<Value>> pFrag = toAFragments(x, sm.p);
+        SmallVector<Value> newAcc = acc;
+        rescaleIfMaxMoved(x, sm.anyMaxChanged, newAcc, oTiles, sm.alphas);
+        SmallVector<Value> newM = sm.m, newL = sm.l;
 
         // V_j has landed; after the barrier every warp is also done with
         // K_j, so the next K tile may overwrite it while P V runs.
@@ -321,37 +229,12 @@ void mlir::fa::gpukernel::buildTensorCoreForwardBody(
         scf::YieldOp::create(lb, ll, yielded);
       });
 
-  // Epilogue: full row sums over the 4 lanes of a row; o = O / l (0 for a
-  // row that saw no key, l = 0), lse = m ln 2 + ln l (-inf then).
-  const double ln2 = 0.6931471805599453;
-  for (int64_t r = 0; r < R; ++r) {
-    for (int64_t h = 0; h < 2; ++h) {
-      Value m = loop.getResult(mBase + 2 * r + h);
-      Value l = fb.rowReduce(loop.getResult(lBase + 2 * r + h),
-                             /*isMax=*/false);
-      Value empty =
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
-      Value inv = fb.select(
-          empty, zero, arith::DivFOp::create(b, loc, fb.cstF32(1.0), l));
-      Value row = rowOf(fb, r, h);
-      Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
-      scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
-        FragmentBuilder y(ib, il, ks.elt);
-        SmallVector<Value> accRow(loop.getResults().slice(r * oTiles, oTiles));
-        storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
-        if (lse) {
-          Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, c0);
-          scf::IfOp::create(ib, il, isFirst, [&](OpBuilder &sb, Location sl) {
-            FragmentBuilder z(sb, sl, ks.elt);
-            Value value =
-                z.addF(z.mulF(m, z.cstF32(ln2)), math::LogOp::create(sb, sl, l));
-            z.store(z.select(empty, ninf, value), lse, {batch, row});
-            scf::YieldOp::create(sb, sl);
-          });
-        }
-        scf::YieldOp::create(ib, il);
-      });
-    }
-  }
+  // Epilogue: o = O / l, lse = m ln 2 + ln l.
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t h = 0; h < 2; ++h)
+      storeForwardRow(
+          fb, SmallVector<Value>(loop.getResults().slice(r * oTiles, oTiles)),
+          loop.getResult(mBase + 2 * r + h), loop.getResult(lBase + 2 * r + h),
+          h, [&] { return rowOf(fb, r, h); }, tq, o, lse, batch, t, t2);
   gpu::ReturnOp::create(b, loc);
 }

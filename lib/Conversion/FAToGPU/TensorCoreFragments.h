@@ -36,6 +36,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
+#include <map>
 
 namespace mlir {
 namespace fa {
@@ -542,6 +543,167 @@ inline VisibleKeys visibleKeys(FragmentBuilder &fb, CausalKind causal,
     keys.kvEnd = fb.minS(fb.maxS(end, c0), tk);
   }
   return keys;
+}
+
+/// Masks the score fragments `s` (R m16 tiles x n8 tiles of key block j0)
+/// of the forward kernels: keys past Tk and, under causal, past the
+/// diagonal, only on blocks that reach them (j0 + blockN > Tk, or the
+/// block's last key is past the diagonal of the warp's first row
+/// `warpRow0`). Key j0 + n * 8 + 2t + e is hidden from row rowOf(r, h)
+/// when it is past limit(r, h) = min(row + offset, Tk - 1) (Tk - 1 without
+/// causal): one compare per element, the limits built once per row inside
+/// the masked branch.
+inline void maskScoreBlock(
+    FragmentBuilder &x, SmallVectorImpl<SmallVector<Value>> &s,
+    CausalKind causal, Value j0, int64_t blockN, Value tk, Value warpRow0,
+    Value causalOffset, Value t2,
+    llvm::function_ref<Value(FragmentBuilder &, int64_t, int64_t)> rowOf) {
+  Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
+                          x.add(j0, x.cstIndex(blockN)), tk);
+  if (causal != CausalKind::none) {
+    Value lastKey = x.add(j0, x.cstIndex(blockN - 1));
+    Value straddles = x.cmpI(arith::CmpIPredicate::sgt, lastKey,
+                             x.add(warpRow0, causalOffset));
+    needMask = arith::OrIOp::create(x.b, x.loc, needMask, straddles);
+  }
+  std::map<std::pair<int64_t, int64_t>, Value> limits;
+  maskFragments(
+      x, needMask, s,
+      [&](FragmentBuilder &y, int64_t r, int64_t n, int64_t h, int64_t e) {
+        Value &limit = limits[{r, h}];
+        if (!limit) {
+          Value lastKey = y.sub(tk, y.cstIndex(1));
+          limit = causal == CausalKind::none
+                      ? lastKey
+                      : y.minS(y.add(rowOf(y, r, h), causalOffset), lastKey);
+        }
+        Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
+        return y.cmpI(arith::CmpIPredicate::sgt, key, limit);
+      });
+}
+
+/// One online-softmax step of the forward kernels (FlashAttention-2,
+/// Algorithm 1, lines 9-10) in log2 units, on the score fragments `s`
+/// (R m16 tiles) with running maxima `m` and this lane's partial row sums
+/// `l` of rows (r, h) at index 2r + h; `scaleC` is scoreFactor's factor.
+struct OnlineSoftmaxStep {
+  SmallVector<Value> m, l, alphas; // new max, new partial sum, exp2(m - m')
+  Value anyMaxChanged;             // some row max of this thread moved
+  SmallVector<SmallVector<Value>> p; // exp2(s * c - m') C fragments
+};
+
+inline OnlineSoftmaxStep onlineSoftmaxStep(FragmentBuilder &x,
+                                           ArrayRef<SmallVector<Value>> s,
+                                           ArrayRef<Value> m, ArrayRef<Value> l,
+                                           Value scaleC) {
+  const int64_t R = s.size();
+  OnlineSoftmaxStep step;
+  step.m.resize(2 * R);
+  step.l.resize(2 * R);
+  step.alphas.resize(2 * R);
+  step.p.resize(R);
+  Value zero = x.cstF32(0.0), ninf = x.cstF32(kNegInf);
+  for (int64_t r = 0; r < R; ++r) {
+    Value mUse[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      int64_t i = 2 * r + h;
+      Value mx = ninf;
+      for (Value tile : s[r])
+        for (int64_t e = 0; e < 2; ++e)
+          mx = x.maxF(mx, x.extract(tile, {h, e}));
+      mx = x.rowReduce(mx, /*isMax=*/true);
+      Value mNew = x.maxF(m[i], x.mulF(mx, scaleC));
+      step.m[i] = mNew;
+      // While no key of the row is visible m' = -inf: subtract 0 so that
+      // exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN.
+      mUse[h] = x.select(x.isNegInf(mNew), zero, mNew);
+      step.alphas[i] = x.exp2(x.subF(m[i], mUse[h]));
+      step.l[i] = x.mulF(l[i], step.alphas[i]);
+      Value changed = arith::CmpFOp::create(
+          x.b, x.loc, arith::CmpFPredicate::ONE, m[i], mNew);
+      step.anyMaxChanged =
+          step.anyMaxChanged
+              ? arith::OrIOp::create(x.b, x.loc, step.anyMaxChanged, changed)
+              : changed;
+    }
+    // p = exp2(s * c - m') in place, and the lane's partial row sums.
+    Value negM[2] = {arith::NegFOp::create(x.b, x.loc, mUse[0]),
+                     arith::NegFOp::create(x.b, x.loc, mUse[1])};
+    for (Value tile : s[r])
+      step.p[r].push_back(
+          mapFragment(x, tile, [&](Value v, int64_t h, int64_t) {
+            Value e = x.exp2(x.fma(v, scaleC, negM[h]));
+            step.l[2 * r + h] = x.addF(step.l[2 * r + h], e);
+            return e;
+          }));
+  }
+  return step;
+}
+
+/// O *= alpha for the accumulator tiles `acc` (R x oTiles, row-major; tile
+/// (r, n) scaled by alphas[2r + h]), only in a thread where some row's max
+/// moved (`cond`): where it did not, alpha = exp2(0) = 1 exactly (once every
+/// row has seen its largest scores, most blocks skip the rescale). A -inf
+/// max that stays -inf leaves O = 0 either way.
+inline void rescaleIfMaxMoved(FragmentBuilder &x, Value cond,
+                              SmallVectorImpl<Value> &acc, int64_t oTiles,
+                              ArrayRef<Value> alphas) {
+  SmallVector<Type> accTypes(acc.size(), x.vec({2, 2}, x.f32));
+  auto rescale = scf::IfOp::create(x.b, x.loc, accTypes, cond,
+                                   /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(x.b);
+  x.b.setInsertionPointToStart(rescale.thenBlock());
+  SmallVector<Value> scaled;
+  for (auto [i, tile] : llvm::enumerate(acc)) {
+    int64_t r = i / oTiles;
+    scaled.push_back(mapFragment(x, tile, [&](Value v, int64_t h, int64_t) {
+      return x.mulF(v, alphas[2 * r + h]);
+    }));
+  }
+  scf::YieldOp::create(x.b, x.loc, scaled);
+  x.b.setInsertionPointToStart(rescale.elseBlock());
+  scf::YieldOp::create(x.b, x.loc, ValueRange(acc));
+  x.b.setInsertionPointAfter(rescale);
+  for (auto [i, result] : llvm::enumerate(rescale.getResults()))
+    acc[i] = result;
+}
+
+/// The forward epilogue for fragment half `h` (row g or g + 8) of one m16
+/// tile: l = the lane's partial sum `lPartial` summed over the 4 lanes of
+/// the row; o = O / l (0 for a row that saw no key, l = 0) stored from the
+/// C fragments `accRow` when the row (`rowOf()`) is below Tq; with `lse`,
+/// lse = m ln 2 + ln l (-inf for an empty row) from the lane with t = 0.
+inline void storeForwardRow(FragmentBuilder &fb, ArrayRef<Value> accRow,
+                            Value m, Value lPartial, int64_t h,
+                            llvm::function_ref<Value()> rowOf, Value tq,
+                            Value o, Value lse, Value batch, Value t,
+                            Value t2) {
+  const double ln2 = 0.6931471805599453;
+  OpBuilder &b = fb.b;
+  Location loc = fb.loc;
+  Value zero = fb.cstF32(0.0);
+  Value l = fb.rowReduce(lPartial, /*isMax=*/false);
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+  Value inv = fb.select(empty, zero,
+                        arith::DivFOp::create(b, loc, fb.cstF32(1.0), l));
+  Value row = rowOf();
+  Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
+  scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
+    FragmentBuilder y(ib, il, fb.elt);
+    storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
+    if (lse) {
+      Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, y.cstIndex(0));
+      scf::IfOp::create(ib, il, isFirst, [&](OpBuilder &sb, Location sl) {
+        FragmentBuilder z(sb, sl, fb.elt);
+        Value value =
+            z.addF(z.mulF(m, z.cstF32(ln2)), math::LogOp::create(sb, sl, l));
+        z.store(z.select(empty, z.cstF32(kNegInf), value), lse, {batch, row});
+        scf::YieldOp::create(sb, sl);
+      });
+    }
+    scf::YieldOp::create(ib, il);
+  });
 }
 
 /// Waits until every cp.async group of this thread has completed.

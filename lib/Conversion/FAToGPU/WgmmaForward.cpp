@@ -63,7 +63,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 
-#include <map>
 #include <string>
 
 using namespace mlir;
@@ -348,7 +347,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value smemUnits = arith::ShRUIOp::create(
       b, loc, smemAddr, arith::ConstantIntOp::create(b, loc, i64, 4));
 
-  Value c0 = fb.cstIndex(0), c1 = fb.cstIndex(1), c2 = fb.cstIndex(2);
+  Value c0 = fb.cstIndex(0), c1 = fb.cstIndex(1);
   Value zero = fb.cstF32(0.0), ninf = fb.cstF32(kNegInf);
   Value tq = memref::DimOp::create(b, loc, q, 1);
   Value tk = memref::DimOp::create(b, loc, k, 1);
@@ -479,14 +478,13 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     return oAcc;
   };
 
-  // The online softmax of key block jb (FlashAttention-2, Algorithm 1,
-  // lines 9-10, in log2 units) on the S accumulators: masking as in
-  // TensorCoreForward.cpp (R = 1 m16 tile per warp), new m and l, the
-  // rescale factors alpha of O, whether any row max moved, and P in q's
-  // type as the 32-bit A registers of P V.
+  // The online softmax of key block jb on the S accumulators (R = 1 m16
+  // tile per warp; the helpers of TensorCoreFragments.h): masking, new m
+  // and l, the rescale factors alpha of O, whether any row max moved, and P
+  // in q's type as the 32-bit A registers of P V.
   struct Softmax {
-    SmallVector<Value> m, l, alphas, pRegs;
-    Value anyMaxChanged;
+    OnlineSoftmaxStep step;
+    SmallVector<Value> pRegs;
   };
   auto softmax = [&](FragmentBuilder &x, ArrayRef<Value> sAcc, Value jb,
                      ArrayRef<Value> m, ArrayRef<Value> l) {
@@ -494,64 +492,12 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     SmallVector<SmallVector<Value>> s(1);
     s[0] = toTiles(x, sAcc);
     Value scaleC = scoreFactor(x, s, ks.scale);
-    Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
-                            x.add(j0, x.cstIndex(blockN)), tk);
-    if (ks.causal != CausalKind::none) {
-      Value lastKey = x.add(j0, x.cstIndex(blockN - 1));
-      Value straddles = x.cmpI(arith::CmpIPredicate::sgt, lastKey,
-                               x.add(warpRow0, causalOffset));
-      needMask = arith::OrIOp::create(x.b, x.loc, needMask, straddles);
-    }
-    std::map<int64_t, Value> limits;
-    maskFragments(
-        x, needMask, s,
-        [&](FragmentBuilder &y, int64_t, int64_t n, int64_t h, int64_t e) {
-          Value &limit = limits[h];
-          if (!limit) {
-            Value lastKey = y.sub(tk, c1);
-            limit = ks.causal == CausalKind::none
-                        ? lastKey
-                        : y.minS(y.add(rowOf(y, h), causalOffset), lastKey);
-          }
-          Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
-          return y.cmpI(arith::CmpIPredicate::sgt, key, limit);
-        });
-    Softmax r;
-    r.m.resize(2);
-    r.l.resize(2);
-    r.alphas.resize(2);
-    Value mUse[2];
-    for (int64_t h = 0; h < 2; ++h) {
-      Value mx = ninf;
-      for (int64_t n = 0; n < sTiles; ++n)
-        for (int64_t e = 0; e < 2; ++e)
-          mx = x.maxF(mx, x.extract(s[0][n], {h, e}));
-      mx = x.rowReduce(mx, /*isMax=*/true);
-      Value mNew = x.maxF(m[h], x.mulF(mx, scaleC));
-      r.m[h] = mNew;
-      // While no key of the row is visible m' = -inf: subtract 0 so that
-      // exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN.
-      mUse[h] = x.select(x.isNegInf(mNew), zero, mNew);
-      r.alphas[h] = x.exp2(x.subF(m[h], mUse[h]));
-      r.l[h] = x.mulF(l[h], r.alphas[h]);
-      Value changed = arith::CmpFOp::create(
-          x.b, x.loc, arith::CmpFPredicate::ONE, m[h], mNew);
-      r.anyMaxChanged =
-          r.anyMaxChanged
-              ? arith::OrIOp::create(x.b, x.loc, r.anyMaxChanged, changed)
-              : changed;
-    }
-    Value negM[2] = {arith::NegFOp::create(x.b, x.loc, mUse[0]),
-                     arith::NegFOp::create(x.b, x.loc, mUse[1])};
-    SmallVector<SmallVector<Value>> p(1);
-    for (int64_t n = 0; n < sTiles; ++n)
-      p[0].push_back(
-          mapFragment(x, s[0][n], [&](Value val, int64_t h, int64_t) {
-            Value e = x.exp2(x.fma(val, scaleC, negM[h]));
-            r.l[h] = x.addF(r.l[h], e);
-            return e;
-          }));
-    SmallVector<SmallVector<Value>> pFrag = toAFragments(x, p);
+    maskScoreBlock(x, s, ks.causal, j0, blockN, tk, warpRow0, causalOffset,
+                   t2, [&](FragmentBuilder &y, int64_t, int64_t h) {
+                     return rowOf(y, h);
+                   });
+    Softmax r{onlineSoftmaxStep(x, s, m, l, scaleC), {}};
+    SmallVector<SmallVector<Value>> pFrag = toAFragments(x, r.step.p);
     for (Value frag : pFrag[0])
       for (int64_t i = 0; i < 4; ++i) {
         Value word = vector::BitCastOp::create(
@@ -604,8 +550,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     Softmax sm = softmax(x, sAcc, c0, {init[mBase], init[mBase + 1]},
                          {init[lBase], init[lBase + 1]});
     SmallVector<Value> yielded(init.begin(), init.begin() + oTiles);
-    llvm::append_range(yielded, sm.m);
-    llvm::append_range(yielded, sm.l);
+    llvm::append_range(yielded, sm.step.m);
+    llvm::append_range(yielded, sm.step.l);
     llvm::append_range(yielded, sm.pRegs);
     scf::YieldOp::create(b, loc, yielded);
     b.setInsertionPointToStart(prologue.elseBlock());
@@ -641,34 +587,16 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         SmallVector<Value> newAcc = toTiles(x, oAcc);
 
         // O *= alpha_j where some row's max moved (else alpha = 1).
-        {
-          SmallVector<Type> accTypes(newAcc.size(), x.vec({2, 2}, f32));
-          auto rescale = scf::IfOp::create(lb, ll, accTypes,
-                                           sm.anyMaxChanged,
-                                           /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard guard(lb);
-          lb.setInsertionPointToStart(rescale.thenBlock());
-          SmallVector<Value> scaled;
-          for (Value tileAcc : newAcc)
-            scaled.push_back(mapFragment(
-                x, tileAcc, [&](Value val, int64_t h, int64_t) {
-                  return x.mulF(val, sm.alphas[h]);
-                }));
-          scf::YieldOp::create(lb, ll, scaled);
-          lb.setInsertionPointToStart(rescale.elseBlock());
-          scf::YieldOp::create(lb, ll, newAcc);
-          lb.setInsertionPointAfter(rescale);
-          for (auto [i, result] : llvm::enumerate(rescale.getResults()))
-            newAcc[i] = result;
-        }
+        rescaleIfMaxMoved(x, sm.step.anyMaxChanged, newAcc, oTiles,
+                          sm.step.alphas);
 
         // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
         gpu::BarrierOp::create(lb, ll);
         loadTile(x, ahead, /*isV=*/true);
 
         SmallVector<Value> yielded = newAcc;
-        llvm::append_range(yielded, sm.m);
-        llvm::append_range(yielded, sm.l);
+        llvm::append_range(yielded, sm.step.m);
+        llvm::append_range(yielded, sm.step.l);
         llvm::append_range(yielded, sm.pRegs);
         scf::YieldOp::create(lb, ll, yielded);
       });
@@ -696,32 +624,9 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   }
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   // Epilogue: o = O / l, lse = m ln 2 + ln l.
-  const double ln2 = 0.6931471805599453;
-  for (int64_t h = 0; h < 2; ++h) {
-    Value m = loop.getResult(mBase + h);
-    Value l = fb.rowReduce(loop.getResult(lBase + h), /*isMax=*/false);
-    Value empty =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
-    Value inv = fb.select(
-        empty, zero, arith::DivFOp::create(b, loc, fb.cstF32(1.0), l));
-    Value row = rowOf(fb, h);
-    Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
-    scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
-      FragmentBuilder y(ib, il, ks.elt);
-      SmallVector<Value> accRow(last.getResults());
-      storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
-      if (lse) {
-        Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, c0);
-        scf::IfOp::create(ib, il, isFirst, [&](OpBuilder &sb, Location sl) {
-          FragmentBuilder z(sb, sl, ks.elt);
-          Value value =
-              z.addF(z.mulF(m, z.cstF32(ln2)), math::LogOp::create(sb, sl, l));
-          z.store(z.select(empty, ninf, value), lse, {batch, row});
-          scf::YieldOp::create(sb, sl);
-        });
-      }
-      scf::YieldOp::create(ib, il);
-    });
-  }
+  for (int64_t h = 0; h < 2; ++h)
+    storeForwardRow(fb, SmallVector<Value>(last.getResults()),
+                    loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+                    [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2);
   gpu::ReturnOp::create(b, loc);
 }
