@@ -135,6 +135,28 @@ inline TileCopyPlan planTileCopy(FragmentBuilder &fb, Value tid,
   return plan;
 }
 
+/// Emits the copies of rows [r0, r0 + rows) twice, under an scf.if on
+/// whether the tile ends at or before `limit`: emit(x, false) for full
+/// tiles (no bounds arithmetic), emit(x, true) for the ragged last one.
+inline void emitFullOrBounded(
+    FragmentBuilder &fb, Value r0, int64_t rows, Value limit,
+    llvm::function_ref<void(FragmentBuilder &, bool)> emit) {
+  Value full = fb.cmpI(arith::CmpIPredicate::sle,
+                       fb.add(r0, fb.cstIndex(rows)), limit);
+  scf::IfOp::create(
+      fb.b, fb.loc, full,
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder x(ib, il, fb.elt);
+        emit(x, /*bounded=*/false);
+        scf::YieldOp::create(ib, il);
+      },
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder x(ib, il, fb.elt);
+        emit(x, /*bounded=*/true);
+        scf::YieldOp::create(ib, il);
+      });
+}
+
 /// Copies key rows [j0, j0 + blockN) of `src[batch]` into `tile` (into
 /// `tile[buffer]` when `buffer` is given: a multi-buffered tile) with
 /// 16-byte cp.async copies (`nvgpu.device_async_copy`) and commits them as
@@ -197,20 +219,7 @@ inline void buildAsyncTileCopy(FragmentBuilder &fb, const TileCopyPlan &plan,
     nvgpu::DeviceAsyncCreateGroupOp::create(x.b, x.loc, tokenType, tokens);
   };
 
-  Value full = fb.cmpI(arith::CmpIPredicate::sle,
-                       fb.add(j0, fb.cstIndex(blockN)), tk);
-  scf::IfOp::create(
-      fb.b, fb.loc, full,
-      [&](OpBuilder &ib, Location il) {
-        FragmentBuilder x(ib, il, fb.elt);
-        emitAll(x, /*bounded=*/false);
-        scf::YieldOp::create(ib, il);
-      },
-      [&](OpBuilder &ib, Location il) {
-        FragmentBuilder x(ib, il, fb.elt);
-        emitAll(x, /*bounded=*/true);
-        scf::YieldOp::create(ib, il);
-      });
+  emitFullOrBounded(fb, j0, blockN, tk, emitAll);
 }
 
 /// The warp-level products of the tensor-core kernels. `lane8`, `half8`,

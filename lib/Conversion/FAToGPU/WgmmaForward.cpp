@@ -289,20 +289,7 @@ struct CanonicalCopy {
             srcElements, /*bypassL1=*/UnitAttr());
       }
     };
-    Value full = fb.cmpI(arith::CmpIPredicate::sle,
-                         fb.add(r0, fb.cstIndex(rows)), limit);
-    scf::IfOp::create(
-        fb.b, fb.loc, full,
-        [&](OpBuilder &ib, Location il) {
-          FragmentBuilder x(ib, il, fb.elt);
-          emitAll(x, /*bounded=*/false);
-          scf::YieldOp::create(ib, il);
-        },
-        [&](OpBuilder &ib, Location il) {
-          FragmentBuilder x(ib, il, fb.elt);
-          emitAll(x, /*bounded=*/true);
-          scf::YieldOp::create(ib, il);
-        });
+    emitFullOrBounded(fb, r0, rows, limit, emitAll);
   }
 };
 
