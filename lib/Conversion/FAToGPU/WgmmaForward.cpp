@@ -184,10 +184,6 @@ struct Descriptor {
   Value at(FragmentBuilder &x, Value offsetUnits) const {
     return arith::AddIOp::create(x.b, x.loc, base, offsetUnits);
   }
-  Value at(FragmentBuilder &x, int64_t offsetBytes) const {
-    return at(x, arith::ConstantIntOp::create(x.b, x.loc, x.b.getI64Type(),
-                                              offsetBytes >> 4));
-  }
 };
 
 Descriptor makeDescriptor(FragmentBuilder &x, Value smemUnits, int64_t lbo,
