@@ -7,7 +7,8 @@
 #   - deterministic=true variants for bf16 and f32, every causal kind, D 128;
 #   - the memory-table kernel: bf16, [1, 8, ?, 128], no causal mask.
 # Run here (needs fa-opt); carry DIR to the device machine and run
-# scripts/gpu-check.sh DIR (and bench/gpu_memory.py) there.
+# scripts/gpu-check.sh DIR (and bench/gpu_memory.py) there. FA_TO_PTX_OPTS:
+# more fa-to-ptx options (e.g. wgmma=false).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FA_OPT=${FA_OPT:-build/bin/fa-opt}
@@ -28,7 +29,7 @@ func.func @$name(%q: $t, %k: $t, %v: $t, %o: $t, %do: $t, %lse: $l)
 }
 MLIR
   "$FA_OPT" ".dev/mlir/$name.mlir" \
-    --fa-to-ptx="chip=$CHIP deterministic=$det output-dir=$out" -o /dev/null
+    --fa-to-ptx="chip=$CHIP ${FA_TO_PTX_OPTS:-} deterministic=$det output-dir=$out" -o /dev/null
 }
 
 for dt in f16 bf16 f32; do

@@ -4,6 +4,8 @@
 # top_left, on [?, ?, D] (dynamic batch and seqlens), for each (num-warps,
 # block-m, block-n) of the list below. Carry DIR to the device machine and
 # run bench/tc_sweep.sh there. Names: sw_<dtype>_d<D>_<causal>_w<W>_m<M>_n<N>.
+# BACKWARD=1: fa.attention_backward instead (names swb_...; block-m and
+# block-n as the backward's options read them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FA_OPT=${FA_OPT:-build/bin/fa-opt}
@@ -21,15 +23,25 @@ for dt in $DTYPES; do
         IFS=, read -r w m n <<<"$c"
         name="sw_${dt}_d${d}_${causal}_w${w}_m${m}_n${n}"
         t="tensor<?x?x${d}x${dt}>"
-        cat > ".dev/mlir/$name.mlir" <<MLIR
+        if [ -n "${BACKWARD:-}" ]; then
+          name="swb_${dt}_d${d}_${causal}_w${w}_m${m}_n${n}"
+          cat > ".dev/mlir/$name.mlir" <<MLIR
+func.func @$name(%q: $t, %k: $t, %v: $t, %o: $t, %do: $t, %lse: tensor<?x?xf32>) -> ($t, $t, $t) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal($causal) : $t, $t, $t, $t, $t, tensor<?x?xf32> -> $t, $t, $t
+  return %dq, %dk, %dv : $t, $t, $t
+}
+MLIR
+        else
+          cat > ".dev/mlir/$name.mlir" <<MLIR
 func.func @$name(%q: $t, %k: $t, %v: $t) -> ($t, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v causal($causal) : $t, $t, $t -> $t, tensor<?x?xf32>
   return %o, %lse : $t, tensor<?x?xf32>
 }
 MLIR
+        fi
         "$FA_OPT" ".dev/mlir/$name.mlir" \
           --fa-to-ptx="chip=$CHIP output-dir=$DIR ${FA_TO_PTX_OPTS:-} num-warps=$w block-m=$m block-n=$n" -o /dev/null
-        ptxas -arch=sm_90a -v "$DIR/${name}_attention_0.ptx" -o /dev/null 2>&1 \
+        ptxas -arch=sm_90a -v "$DIR/${name}"_attention*_0.ptx -o /dev/null 2>&1 \
           | grep -E "registers|spill" | tr '\n' ' ' | sed "s/^/$name: /"; echo
       done
     done

@@ -1,6 +1,6 @@
 // The tensor-core kernels (forward and backward) of the default block
 // shapes assemble without spills and without ptxas warnings (ptxas -v; on
-// sm_90a the forward is the wgmma kernel, where a warning would say that
+// sm_90a forward and backward are the wgmma kernels, where a warning would say that
 // wgmma was serialized: C7514/C7517), for bf16 and f16, head dims 64 and
 // 128, causal and not, on sm_90a and sm_80. fa-to-ptx-tensor-cores-sass.mlir
 // checks the instructions.
@@ -44,12 +44,15 @@
 
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d32_top_left_attention_0.ptx -o %t/bf16_d32_top_left_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d64_dv32_none_attention_0.ptx -o %t/f16_d64_dv32_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
-// Every kernel of a module (the backward has three) without spills.
+// Every kernel of a module (the backward has three) without spills, and
+// no wgmma serialized by ptxas (C7514..C7517: waits it had to inject).
 // NOSPILL-NOT: {{[1-9][0-9]*}} bytes spill
 // NOSPILL-NOT: warning
+// NOSPILL-NOT: C751{{[0-9]}}
 // NOSPILL: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // NOSPILL-NOT: {{[1-9][0-9]*}} bytes spill
 // NOSPILL-NOT: warning
+// NOSPILL-NOT: C751{{[0-9]}}
 
 func.func @bf16_d64_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v causal(none)

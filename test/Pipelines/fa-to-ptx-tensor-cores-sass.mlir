@@ -1,4 +1,4 @@
-// SASS of the tensor-core kernels. sm_90a (the default): the warpgroup MMA
+// SASS of the tensor-core kernels (forward; the sm_90a backward below). sm_90a (the default): the warpgroup MMA
 // (HGMMA 64x128x16 on bf16 with f32 accumulation, its fences and waits),
 // cp.async through L1 (LDGSTS without BYPASS), ex2 on the MUFU; no local
 // memory and no mma.sync. With wgmma=false (and on sm_80): HMMA on bf16,
@@ -12,6 +12,11 @@
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a wgmma=false output-dir=%t/mma" -o /dev/null
 // RUN: %ptxas -arch=sm_90a %t/mma/bf16_d128_attention_0.ptx -o %t/mma.cubin
 // RUN: %cuobjdump -sass %t/mma.cubin | FileCheck %s --check-prefix=MMA
+// The backward on sm_90a: HGMMA in both _dkdv (S^T, dP^T 64x32, dV and dK
+// 64x128 with P^T/dS^T from registers, B transposed) and _dq.
+// RUN: %ptxas -arch=sm_90a %t/wg/bwd_bf16_d128_attention_backward_0.ptx -o %t/bwd.cubin
+// RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWD
+// RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dq %t/bwd.cubin | FileCheck %s --check-prefix=BWDDQ
 
 // WGMMA-DAG: HGMMA.64x128x16.F32.BF16
 // WGMMA-DAG: WARPGROUP.ARRIVE
@@ -27,10 +32,31 @@
 // MMA-DAG: MUFU.EX2
 // MMA-NOT: {{LDL|STL|HGMMA}}
 
+// BWD-DAG: HGMMA.64x32x16.F32.BF16 R{{[0-9]+}}, gdesc
+// BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
+// BWD-DAG: WARPGROUP.DEPBAR.LE gsb0, 0x1
+// BWD-DAG: LDGSTS.E.128
+// BWD-DAG: MUFU.EX2
+// BWD-NOT: {{LDL|STL|HMMA}}
+// BWDDQ-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc
+// BWDDQ-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
+// BWDDQ-NOT: {{LDL|STL|HMMA}}
+
 func.func @bf16_d128(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>,
                      %v: tensor<?x?x128xbf16>) -> tensor<?x?x128xbf16> {
   %o = fa.attention %q, %k, %v causal(top_left)
       : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
       -> tensor<?x?x128xbf16>
   return %o : tensor<?x?x128xbf16>
+}
+
+func.func @bwd_bf16_d128(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>,
+                         %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>,
+                         %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>)
+    -> (tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(top_left)
+      : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>,
+        tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32>
+     -> tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
 }

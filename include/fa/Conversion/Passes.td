@@ -149,7 +149,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     With `tensor-cores`, an `fa.attention_backward` with f16 or bf16 q/k/v
     and dO and head dims that are multiples of 16 up to 128 gets the
     tensor-core backward (lib/Conversion/FAToGPU/TensorCoreBackward.cpp),
-    always as the deterministic kernel list: `_delta` (scalar), then
+    always as the deterministic kernel list: `_delta` (vectorized, below), then
     `_dkdv` (`num-warps` warps of 16 keys, block-n keys per block, looping
     over query tiles of block-m rows: S^T = K Q^T, P^T from lse,
     dV += P^T dO, dP^T = V dO^T, dS^T, dK += dS^T Q, the P^T and dS^T
@@ -162,25 +162,51 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     dq blocks of 64 queries over key tiles of 64 or 32. S and dP are
     computed in both kernels (7 tile products instead of FlashAttention-2's
     5) in exchange for no atomics and no transposes through workgroup
-    memory.
+    memory. Its `_delta` reads o and dO 16 bytes per lane, Dv / 8 lanes per
+    row (128 / (Dv / 8) rows per block), summed by `gpu.shuffle xor`.
+
+    With `wgmma` as well (sm_90a), an `fa.attention_backward` with f16/bf16
+    q/k/v/dO and head dims 32, 64 or 128 gets the Hopper backward
+    (lib/Conversion/FAToGPU/WgmmaBackward.cpp): the same three kernels and
+    products, each product a `wgmma.mma_async` m64nNk16 group (S^T / S and
+    dP^T / dP with both operands in workgroup memory; dV, dK and dQ with
+    P^T / dS^T / dS from registers and the loop tile read N-major). Both
+    kernels own 16 x num-warps rows (64 per warpgroup; default 8 warps:
+    128 keys per `_dkdv` block, 128 queries per `_dq` block) held in
+    workgroup memory, and loop over tiles of the other side: `_dkdv` over
+    block-m queries (default 64, 32 where 64 does not fit the registers:
+    D 128), `_dq` over block-n keys (default 128, 64 or 32, the first that
+    fits); three stages of loop tiles when they fit, else two, and in
+    `_dkdv` the tiles' lse and delta in workgroup memory. Each iteration
+    issues S and dP back to back with the previous tile's last product
+    (dK += dS^T Q_{i-1} between them in `_dkdv`, dQ += dS K_{j-1} after
+    them in `_dq`), computes P once S is done and dS once dP is done
+    (FlashAttention-3, Section 3.2). Errors on the op: num-warps other than
+    4, 8, 12 or 16; a tile not a multiple of 16 or over 256 rows; a tile
+    whose 8-row x 32-column groups do not split evenly over the warps; tile
+    values (`_dkdv`: D / 2 + Dv / 2 + 5 x block-m / 2 registers, `_dq`:
+    D / 2 + 3 x block-n / 2) over the per-thread register budget; tiles
+    over `max-shared-bytes` even with two stages.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
            "Query rows per GPU block (block_m), in [1, 1024]; for the scalar "
-           "kernels also the threads per block; 0: the default (64, or "
-           "128 or 64 for the tensor-core kernel)">,
+           "kernels also the threads per block; for the backward's dk/dv "
+           "kernel the queries per tile; 0: the default of the kernel and "
+           "head dim (see above)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
-           "Key/value rows per shared-memory tile (block_n); 0: the default "
-           "(64; for the tensor-core kernel 64 for head dims up to 64, else "
-           "32)">,
+           "Key/value rows per shared-memory tile (block_n); for the "
+           "backward the keys per dk/dv block (scalar and mma.sync) or per "
+           "dq tile (wgmma); 0: the default of the kernel and head dim (see "
+           "above)">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
            "fa.attention with f16/bf16 operands and head dims that are "
            "multiples of 16 up to 256: the mma.sync m16n8k16 tensor-core "
            "kernel (sm_80 and later) instead of the scalar one">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "With tensor-cores, fa.attention with f16/bf16 operands and head "
-           "dims 32, 64 or 128: the sm_90a warpgroup "
-           "MMA (wgmma) kernel; needs chip sm_90a">,
+           "With tensor-cores, fa.attention and fa.attention_backward with "
+           "f16/bf16 operands and head dims 32, 64 or 128: the sm_90a "
+           "warpgroup MMA (wgmma) kernels; needs chip sm_90a">,
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"0",
            "Tensor-core kernel: warps per block, in [1, 16]; each owns "
            "block-m / num-warps query rows (16 to 64); 0: 4, or with only "

@@ -68,10 +68,10 @@ struct FAToPTXPipelineOptions
       llvm::cl::init(true)};
   PassOptions::Option<bool> wgmma{
       *this, "wgmma",
-      llvm::cl::desc("On sm_90a, the warpgroup-MMA (wgmma) forward kernel "
-                     "for f16/bf16 attention with head dims (D and Dv) "
-                     "32, 64 or 128 (convert-fa-to-gpu); false: "
-                     "the mma.sync kernel"),
+      llvm::cl::desc("On sm_90a, the warpgroup-MMA (wgmma) forward and "
+                     "backward kernels for f16/bf16 attention with head "
+                     "dims (D and Dv) 32, 64 or 128 (convert-fa-to-gpu); "
+                     "false: the mma.sync kernels"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",

@@ -82,6 +82,9 @@ struct BackwardShape {
   /// The tensor-core kernels (TensorCoreBackward.cpp) for _dkdv and _dq.
   bool tensorCore = false;
   gpukernel::TensorCoreBackwardShape tcDkDv, tcDq;
+  /// The sm_90a wgmma kernels (WgmmaBackward.cpp; tensorCore is set too).
+  bool wgmma = false;
+  gpukernel::WgmmaBackwardShape wgDkDv, wgDq;
 };
 
 } // namespace
@@ -151,6 +154,114 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
              << options.maxSharedBytes
              << " bytes a block may use (max-shared-bytes, set by the chip)";
   }
+  return bs;
+}
+
+/// Completes `bs` for the sm_90a wgmma backward kernels: blocks of
+/// 16 x num-warps own rows (default 8 warps: 128 keys per `_dkdv` block,
+/// 128 queries per `_dq` block) over loop tiles of block-m queries
+/// (`_dkdv`; default 64, or 32 where 64 does not fit the registers or the
+/// copy split) and block-n keys (`_dq`; default 128, 64 or 32, the first
+/// that fits); three loop stages when they fit max-shared-bytes, else two.
+/// Fails with an op error on a shape the kernels cannot take.
+static FailureOr<BackwardShape>
+getWgmmaBackwardShape(AttentionBackwardOp op,
+                      const AttentionKernelOptions &options,
+                      BackwardShape bs) {
+  int64_t warps = options.numWarps ? options.numWarps : 8;
+  if (warps % 4 != 0)
+    return op.emitOpError("the wgmma backward expects whole warpgroups: "
+                          "num-warps 4, 8, 12 or 16, got ")
+           << warps;
+  // Registers per thread (at most 255; 65536 per multiprocessor) that the
+  // tile values may take, leaving some 16 for addresses: _dkdv holds dK,
+  // dV, S^T, dP^T, the packed P^T and dS^T and the lse and delta of its
+  // query columns (2 x tile / 4), and the addresses of the column loads
+  // (measured: 5 x tile / 2 in all); _dq dQ, S, dP, the packed dS and
+  // that of the previous tile (3 x tile / 2).
+  const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
+  auto regs = [&](bool dkdv, int64_t tile) {
+    return dkdv ? bs.d / 2 + bs.dv / 2 + 5 * tile / 2
+                : bs.d / 2 + 3 * tile / 2;
+  };
+  auto splitsEvenly = [&](int64_t tile) {
+    return (tile / 8) * (bs.d / 32) % warps == 0 &&
+           (tile / 8) * (bs.dv / 32) % warps == 0;
+  };
+  auto shapeOf = [&](bool dkdv, int64_t tile, int64_t stages) {
+    return gpukernel::WgmmaBackwardShape{bs.elt,   bs.d,  bs.dv, bs.causal,
+                                         bs.scale, warps, tile,  stages,
+                                         dkdv};
+  };
+  for (bool dkdv : {true, false}) {
+    int64_t given = dkdv ? options.blockM : options.blockN;
+    StringRef what = dkdv ? "block-m (queries per dk/dv tile)"
+                          : "block-n (keys per dq tile)";
+    SmallVector<int64_t, 2> tiles;
+    if (given) {
+      if (given % 16 != 0 || given > 256)
+        return op.emitOpError("the wgmma backward expects ")
+               << what << " to be a multiple of 16 of at most 256, got "
+               << given;
+      if (!splitsEvenly(given))
+        return op.emitOpError("the wgmma backward expects the 8-row x "
+                              "32-column groups of a ")
+               << (dkdv ? "Q/dO" : "K/V") << " tile (" << what << " = "
+               << given << ", head dims " << bs.d << " and " << bs.dv
+               << ") to split evenly over num-warps = " << warps;
+      if (regs(dkdv, given) > regBudget)
+        return op.emitOpError("the wgmma backward's ")
+               << (dkdv ? "dk/dv" : "dq") << " accumulators (" << what
+               << " = " << given << ": " << regs(dkdv, given)
+               << " registers per thread) do not fit the " << regBudget
+               << " a thread of a " << 32 * warps
+               << "-thread block can give them; use a smaller tile or "
+                  "fewer warps";
+      tiles.push_back(given);
+    } else {
+      for (int64_t tile : {128, 64, 32})
+        if ((tile < 128 || !dkdv) && splitsEvenly(tile) &&
+            regs(dkdv, tile) <= regBudget)
+          tiles.push_back(tile);
+      if (tiles.empty())
+        return op.emitOpError("the wgmma backward has no default ")
+               << what << " (" << (dkdv ? "64 or 32" : "128, 64 or 32")
+               << ") whose tiles split evenly over "
+               << "num-warps = " << warps << " and fit the registers (head "
+               << "dims " << bs.d << " and " << bs.dv << "); give one";
+    }
+    bool found = false;
+    int64_t bytes = 0, lastTile = 0;
+    for (int64_t tile : tiles) {
+      lastTile = tile;
+      for (int64_t stages : {3, 2}) {
+        gpukernel::WgmmaBackwardShape shape = shapeOf(dkdv, tile, stages);
+        bytes = gpukernel::wgmmaBackwardLayout(shape).bytes;
+        if (bytes <= options.maxSharedBytes) {
+          (dkdv ? bs.wgDkDv : bs.wgDq) = shape;
+          found = true;
+          break;
+        }
+      }
+      if (found)
+        break;
+    }
+    if (!found)
+      return op.emitOpError("the wgmma backward's ")
+             << (dkdv ? "dk/dv" : "dq") << " tiles (" << 16 * warps
+             << " own rows, two stages of " << lastTile << "-row tiles) take "
+             << bytes
+             << " bytes of workgroup memory, over the "
+             << options.maxSharedBytes
+             << " bytes a block may use (max-shared-bytes, set by the chip)";
+  }
+  bs.tensorCore = true;
+  bs.wgmma = true;
+  bs.deterministic = true;
+  bs.blockN = 16 * warps;
+  bs.blockM = bs.wgDkDv.tile;
+  bs.dqBlockM = 16 * warps;
+  bs.dqBlockN = bs.wgDq.tile;
   return bs;
 }
 
@@ -224,6 +335,10 @@ getBackwardShape(AttentionBackwardOp op,
       return op.emitOpError("the tensor-core kernels fold scale * log2(e) "
                             "into one f32, expected |scale| <= 2.35e38, got ")
              << bs.scale;
+    // The sm_90a wgmma kernels: head dims 32, 64 and 128.
+    auto wgmmaDim = [](int64_t d) { return d == 32 || d == 64 || d == 128; };
+    if (givenOptions.wgmma && wgmmaDim(bs.d) && wgmmaDim(bs.dv))
+      return getWgmmaBackwardShape(op, givenOptions, bs);
     return getTensorCoreBackwardShape(op, givenOptions, bs);
   }
 
@@ -748,12 +863,20 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
   if (!bs.deterministic)
     delta.params.push_back("dq_accum");
   delta.grid = {"ceil_div(seqlen_q,threads)", "batch", "1"};
+  if (bs.tensorCore) {
+    // Dv / 8 lanes per row (buildTensorCoreDeltaBody).
+    delta.blockM = kRowThreads / (bs.dv / 8);
+    delta.grid = {"ceil_div(seqlen_q,block_m)", "batch", "1"};
+  }
   KernelSpec dkdv{(name + "_dkdv").str(), bs.blockN, bs.blockM, bs.blockN};
   dkdv.params = {"q", "k", "v", "do", "lse", "delta", "dk", "dv"};
   if (!bs.deterministic)
     dkdv.params.push_back("dq_accum");
   dkdv.grid = {"ceil_div(seqlen_k,block_n)", "batch", "1"};
-  if (bs.tensorCore) {
+  if (bs.wgmma) {
+    dkdv.threads = 32 * bs.wgDkDv.numWarps;
+    dkdv.sharedBytes = gpukernel::wgmmaBackwardLayout(bs.wgDkDv).bytes;
+  } else if (bs.tensorCore) {
     dkdv.threads = 32 * bs.tcDkDv.numWarps;
     dkdv.sharedBytes =
         gpukernel::tensorCoreBackwardLayout(bs.tcDkDv, true).bytes;
@@ -764,7 +887,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                       bs.dqBlockN};
     last.params = {"q", "k", "v", "do", "lse", "delta", "dq"};
     last.grid = {"ceil_div(seqlen_q,block_m)", "batch", "1"};
-    if (bs.tensorCore) {
+    if (bs.wgmma) {
+      last.threads = 32 * bs.wgDq.numWarps;
+      last.sharedBytes = gpukernel::wgmmaBackwardLayout(bs.wgDq).bytes;
+    } else if (bs.tensorCore) {
       last.threads = 32 * bs.tcDq.numWarps;
       last.sharedBytes =
           gpukernel::tensorCoreBackwardLayout(bs.tcDq, false).bytes;
@@ -784,7 +910,7 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
       Type type = paramTypes.lookup(p);
       // The tensor-core kernels read and write rows with vector accesses
       // and 16-byte cp.async: unit innermost stride.
-      if (bs.tensorCore && index > 0 && p != "lse" && p != "delta") {
+      if (bs.tensorCore && p != "lse" && p != "delta") {
         auto memref = cast<MemRefType>(type);
         type = MemRefType::get(
             memref.getShape(), memref.getElementType(),
@@ -822,8 +948,14 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                   builder.getUnitAttr());
     func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
         {static_cast<int32_t>(spec.threads), 1, 1}));
-    if (index == 0)
+    if (index == 0 && bs.tensorCore)
+      gpukernel::buildTensorCoreDeltaBody(builder, loc, func, bs.dv,
+                                          kRowThreads);
+    else if (index == 0)
       buildDeltaBody(builder, loc, func, bs);
+    else if (bs.wgmma)
+      gpukernel::buildWgmmaBackwardBody(builder, loc, func,
+                                        index == 1 ? bs.wgDkDv : bs.wgDq);
     else if (bs.tensorCore && index == 1)
       gpukernel::buildTensorCoreDkDvBody(builder, loc, func, bs.tcDkDv);
     else if (bs.tensorCore)

@@ -30,9 +30,10 @@
 //       dS = P (dP - delta), dQ += dS K_j
 //     dq = scale dQ
 //
-// delta = rowsum(dO o) comes from the scalar `_delta` kernel before them.
-// The price of the split is recomputing S and dP in `_dq` (7 instead of 5
-// tile products).
+// delta = rowsum(dO o) comes from `_delta` before them
+// (buildTensorCoreDeltaBody, at the end of this file: 16-byte loads, Dv / 8
+// lanes per row). The price of the split is recomputing S and dP in `_dq`
+// (7 instead of 5 tile products).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,56 +43,6 @@
 using namespace mlir;
 using namespace mlir::fa;
 using namespace mlir::fa::gpukernel;
-
-namespace {
-
-/// lse (natural log) as the exp2 offset of P = exp2(s c - lse log2 e): +inf
-/// for a row that sees no key (lse = -inf), so that its P is exactly 0.
-Value lseLog2(FragmentBuilder &x, Value lse) {
-  const double log2e = 1.4426950408889634;
-  return x.select(x.isNegInf(lse),
-                  x.cstF32(std::numeric_limits<double>::infinity()),
-                  x.mulF(lse, x.cstF32(log2e)));
-}
-
-/// Applies the scale before the max-free exp2 of the backward: P =
-/// exp2(s * c - lse2) as one fma per element.
-SmallVector<SmallVector<Value>>
-probabilities(FragmentBuilder &x, ArrayRef<SmallVector<Value>> s, Value c,
-              llvm::function_ref<Value(int64_t, int64_t, int64_t, int64_t)>
-                  negLse2) {
-  SmallVector<SmallVector<Value>> p(s.size());
-  for (auto [r, row] : llvm::enumerate(s))
-    for (auto [n, tile] : llvm::enumerate(row))
-      p[r].push_back(mapFragment(x, tile, [&](Value v, int64_t h, int64_t e) {
-        return x.exp2(x.fma(v, c, negLse2(r, n, h, e)));
-      }));
-  return p;
-}
-
-/// dS = P (dP - delta).
-SmallVector<SmallVector<Value>>
-scoreGradients(FragmentBuilder &x, ArrayRef<SmallVector<Value>> p,
-               ArrayRef<SmallVector<Value>> dp,
-               llvm::function_ref<Value(int64_t, int64_t, int64_t, int64_t)>
-                   delta) {
-  SmallVector<SmallVector<Value>> ds(p.size());
-  for (size_t r = 0; r < p.size(); ++r)
-    for (size_t n = 0; n < p[r].size(); ++n) {
-      Value tile = p[r][n];
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value grad = x.mulF(
-              x.extract(p[r][n], {h, e}),
-              x.subF(x.extract(dp[r][n], {h, e}), delta(r, n, h, e)));
-          tile = x.insert(grad, tile, {h, e});
-        }
-      ds[r].push_back(tile);
-    }
-  return ds;
-}
-
-} // namespace
 
 TensorCoreBackwardLayout
 mlir::fa::gpukernel::tensorCoreBackwardLayout(
@@ -535,5 +486,54 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
         scf::YieldOp::create(ib, il);
       });
     }
+  gpu::ReturnOp::create(b, loc);
+}
+
+void mlir::fa::gpukernel::buildTensorCoreDeltaBody(OpBuilder &b, Location loc,
+                                                   gpu::GPUFuncOp func,
+                                                   int64_t dv,
+                                                   int64_t threads) {
+  b.setInsertionPointToStart(&func.front());
+  Value o = func.getArgument(0), dout = func.getArgument(1),
+        delta = func.getArgument(2);
+  Type oElt = cast<MemRefType>(o.getType()).getElementType();
+  Type doElt = cast<MemRefType>(dout.getType()).getElementType();
+  FragmentBuilder fb(b, loc, doElt);
+  const int64_t lanes = dv / 8, rows = threads / lanes;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value row = fb.add(
+      fb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+             fb.cstIndex(rows)),
+      arith::DivUIOp::create(b, loc, tid, fb.cstIndex(lanes)));
+  Value chunk = arith::RemUIOp::create(b, loc, tid, fb.cstIndex(lanes));
+  Value tq = memref::DimOp::create(b, loc, o, 1);
+  // Rows past Tq read the last row (every lane takes part in the shuffles)
+  // and store nothing.
+  Value readRow = fb.minS(row, fb.maxS(fb.sub(tq, fb.cstIndex(1)),
+                                       fb.cstIndex(0)));
+  Value col = fb.mul(chunk, fb.cstIndex(8));
+  auto loadF32 = [&](Value src, Type elt) -> Value {
+    Value v = vector::LoadOp::create(b, loc, fb.vec({8}, elt), src,
+                                     ValueRange{batch, readRow, col});
+    if (elt != fb.f32)
+      v = arith::ExtFOp::create(b, loc, fb.vec({8}, fb.f32), v);
+    return v;
+  };
+  Value product = fb.mulF(loadF32(dout, doElt), loadF32(o, oElt));
+  Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                          product);
+  for (int32_t offset = lanes / 2; offset >= 1; offset /= 2)
+    sum = fb.addF(sum, gpu::ShuffleOp::create(b, loc, sum, offset, 32,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+  Value store = arith::AndIOp::create(
+      b, loc, fb.cmpI(arith::CmpIPredicate::slt, row, tq),
+      fb.cmpI(arith::CmpIPredicate::eq, chunk, fb.cstIndex(0)));
+  scf::IfOp::create(b, loc, store, [&](OpBuilder &ib, Location il) {
+    FragmentBuilder y(ib, il, doElt);
+    y.store(sum, delta, {batch, row});
+    scf::YieldOp::create(ib, il);
+  });
   gpu::ReturnOp::create(b, loc);
 }

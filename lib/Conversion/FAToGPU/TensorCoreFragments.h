@@ -715,6 +715,55 @@ inline void storeForwardRow(FragmentBuilder &fb, ArrayRef<Value> accRow,
   });
 }
 
+// Backward pass (FlashAttention-2, Algorithm 2): P from the saved lse.
+
+/// lse (natural log) as the exp2 offset of P = exp2(s c - lse log2 e): +inf
+/// for a row that sees no key (lse = -inf), so that its P is exactly 0.
+inline Value lseLog2(FragmentBuilder &x, Value lse) {
+  const double log2e = 1.4426950408889634;
+  return x.select(x.isNegInf(lse),
+                  x.cstF32(std::numeric_limits<double>::infinity()),
+                  x.mulF(lse, x.cstF32(log2e)));
+}
+
+/// Applies the scale before the max-free exp2 of the backward: P =
+/// exp2(s * c - lse2) as one fma per element.
+inline SmallVector<SmallVector<Value>>
+probabilities(FragmentBuilder &x, ArrayRef<SmallVector<Value>> s, Value c,
+              llvm::function_ref<Value(int64_t, int64_t, int64_t, int64_t)>
+                  negLse2) {
+  SmallVector<SmallVector<Value>> p(s.size());
+  for (auto [r, row] : llvm::enumerate(s))
+    for (auto [n, tile] : llvm::enumerate(row))
+      p[r].push_back(mapFragment(x, tile, [&](Value v, int64_t h, int64_t e) {
+        return x.exp2(x.fma(v, c, negLse2(r, n, h, e)));
+      }));
+  return p;
+}
+
+/// dS = P (dP - delta).
+inline SmallVector<SmallVector<Value>>
+scoreGradients(FragmentBuilder &x, ArrayRef<SmallVector<Value>> p,
+               ArrayRef<SmallVector<Value>> dp,
+               llvm::function_ref<Value(int64_t, int64_t, int64_t, int64_t)>
+                   delta) {
+  SmallVector<SmallVector<Value>> ds(p.size());
+  for (size_t r = 0; r < p.size(); ++r)
+    for (size_t n = 0; n < p[r].size(); ++n) {
+      Value tile = p[r][n];
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value grad = x.mulF(
+              x.extract(p[r][n], {h, e}),
+              x.subF(x.extract(dp[r][n], {h, e}), delta(r, n, h, e)));
+          tile = x.insert(grad, tile, {h, e});
+        }
+      ds[r].push_back(tile);
+    }
+  return ds;
+}
+
+
 /// Waits until every cp.async group of this thread has completed.
 inline void buildWaitAllCopies(FragmentBuilder &fb) {
   NVVM::CpAsyncWaitGroupOp::create(fb.b, fb.loc, 0);

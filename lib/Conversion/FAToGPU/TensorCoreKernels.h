@@ -133,6 +133,62 @@ void buildTensorCoreDkDvBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
 void buildTensorCoreDqBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                            const TensorCoreBackwardShape &ks);
 
+/// The static facts that shape one sm_90a wgmma backward kernel
+/// (WgmmaBackward.cpp). Warpgroup w of the block owns rows [64 w, 64 w + 64)
+/// of its `ownRows()` rows (keys for `_dkdv`, queries for `_dq`) and the
+/// loop runs over tiles of `tile` rows of the other side (queries for
+/// `_dkdv`, keys for `_dq`), `stages` of them in workgroup memory.
+struct WgmmaBackwardShape {
+  Type elt; // q/k/v/do element type: f16 or bf16
+  int64_t d, dv;
+  CausalKind causal;
+  float scale;
+  int64_t numWarps; // 4, 8, 12 or 16
+  int64_t tile;     // rows per loop tile, a multiple of 16
+  int64_t stages;   // loop tiles in workgroup memory: 2 or 3
+  bool dkdv;        // `_dkdv` (else `_dq`)
+
+  int64_t ownRows() const { return 16 * numWarps; }
+};
+
+/// Byte offsets of a wgmma backward kernel's canonical tiles in its dynamic
+/// workgroup memory: its own rows (K then V for _dkdv, Q then dO for _dq),
+/// then the stages of the loop's first (Q or K, head dim D) and second (dO
+/// or V, head dim Dv) tiles, then (_dkdv) the stages of the query tiles'
+/// lse and delta (f32).
+struct WgmmaBackwardLayout {
+  int64_t ownFirst, ownSecond, loopFirst, loopSecond;
+  int64_t firstStageBytes, secondStageBytes, columnValues, bytes;
+};
+
+inline WgmmaBackwardLayout wgmmaBackwardLayout(const WgmmaBackwardShape &ks) {
+  WgmmaBackwardLayout l;
+  int64_t colOwn = wgmmaColumnBytes(ks.ownRows());
+  int64_t colTile = wgmmaColumnBytes(ks.tile);
+  l.ownFirst = 0;
+  l.ownSecond = ks.d / 8 * colOwn;
+  l.loopFirst = l.ownSecond + ks.dv / 8 * colOwn;
+  l.firstStageBytes = ks.d / 8 * colTile;
+  l.secondStageBytes = ks.dv / 8 * colTile;
+  l.loopSecond = l.loopFirst + ks.stages * l.firstStageBytes;
+  l.columnValues = l.loopSecond + ks.stages * l.secondStageBytes;
+  l.bytes = l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
+  return l;
+}
+
+/// `_delta` of the tensor-core backward (arguments o, do, delta; o and do
+/// with unit innermost stride and 16-byte aligned rows): delta = rowsum(dO
+/// o) in f32, Dv / 8 lanes per row (one 16-byte load of each operand per
+/// lane, xor-shuffle sum), `threads` / (Dv / 8) rows per block.
+void buildTensorCoreDeltaBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                              int64_t dv, int64_t threads);
+
+/// `_dkdv` (arguments q, k, v, do, lse, delta, dk, dv) or `_dq` (q, k, v,
+/// do, lse, delta, dq) on sm_90a warpgroup MMA; launched with
+/// wgmmaBackwardLayout(ks).bytes of dynamic workgroup memory.
+void buildWgmmaBackwardBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                            const WgmmaBackwardShape &ks);
+
 } // namespace gpukernel
 } // namespace fa
 } // namespace mlir

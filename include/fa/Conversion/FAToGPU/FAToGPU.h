@@ -47,8 +47,8 @@ struct AttentionKernelOptions {
   /// Forward: use the mma.sync tensor-core kernel (sm_80 and later) for
   /// f16/bf16 operands with head dims that are multiples of 16 up to 256.
   bool tensorCores = false;
-  /// Forward, with tensorCores: use the sm_90a warpgroup-MMA kernel
-  /// (WgmmaForward.cpp) for head dims 32, 64 or 128.
+  /// With tensorCores: use the sm_90a warpgroup-MMA kernels
+  /// (WgmmaForward.cpp, WgmmaBackward.cpp) for head dims 32, 64 or 128.
   bool wgmma = false;
   /// Tensor-core kernel: warps per block, in [1, 16]; 0: 4, or derived from
   /// blockM when only that is given.

@@ -1,0 +1,426 @@
+//===- WgmmaFragments.h - sm_90a warpgroup MMA builders --------*- C++ -*-===//
+//
+// Part of the fa-opt project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builders shared by the sm_90a wgmma kernels of convert-fa-to-gpu
+// (WgmmaForward.cpp, WgmmaBackward.cpp): inline PTX for wgmma.mma_async and
+// its fence/commit/wait (PTX ISA 8.0, "Asynchronous Warpgroup Level Matrix
+// Multiply-Accumulate Instructions"), shared-memory matrix descriptors, and
+// the cp.async copy of a tile into wgmma's canonical no-swizzle layout
+// (PTX ISA, "Shared Memory Matrix Layout"): 8 rows x 16 bytes core
+// matrices, 128 contiguous bytes each; the 16-byte chunk c of tile row r
+// lives at byte c * col + (r / 8) * 128 + (r % 8) * 16,
+// col = wgmmaColumnBytes(rows).
+//
+// A tile so laid out is a K-major operand when its rows are M or N (Q, K:
+// leading byte offset col, stride byte offset 128) and an N-major B
+// operand when its rows are K (V in P V: leading 128, stride col).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_FATOGPU_WGMMAFRAGMENTS_H
+#define FA_LIB_CONVERSION_FATOGPU_WGMMAFRAGMENTS_H
+
+#include "TensorCoreFragments.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <string>
+
+namespace mlir {
+namespace fa {
+namespace gpukernel {
+
+/// The inline-asm constraint letter of an operand type.
+inline StringRef constraintOf(Type t) {
+  if (t.isF32())
+    return "f";
+  if (t.isInteger(64))
+    return "l";
+  return "r";
+}
+
+/// Inline PTX `text` (side effects, so never reordered with other inline
+/// PTX): results of `outTypes` are $0..; `ins` follow; then `tied`, whose
+/// i-th value is the input of output i (not named in `text`).
+inline SmallVector<Value> inlinePtx(FragmentBuilder &x, StringRef text,
+                                    ArrayRef<Type> outTypes, ValueRange ins,
+                                    ValueRange tied = {}) {
+  SmallVector<std::string> constraints;
+  for (Type t : outTypes)
+    constraints.push_back(("=" + constraintOf(t)).str());
+  for (Value v : ins)
+    constraints.push_back(constraintOf(v.getType()).str());
+  for (size_t i = 0; i < tied.size(); ++i)
+    constraints.push_back(std::to_string(i));
+  SmallVector<Value> operands(ins.begin(), ins.end());
+  llvm::append_range(operands, tied);
+  MLIRContext *ctx = x.b.getContext();
+  Type resultType;
+  if (outTypes.size() == 1)
+    resultType = outTypes.front();
+  else if (!outTypes.empty())
+    resultType = LLVM::LLVMStructType::getLiteral(ctx, outTypes);
+  auto op = LLVM::InlineAsmOp::create(
+      x.b, x.loc, resultType ? TypeRange{resultType} : TypeRange{}, operands,
+      text, llvm::join(constraints, ","), /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> results;
+  if (outTypes.size() == 1)
+    results.push_back(op.getResult(0));
+  else
+    for (size_t i = 0; i < outTypes.size(); ++i)
+      results.push_back(LLVM::ExtractValueOp::create(
+          x.b, x.loc, op.getResult(0), ArrayRef<int64_t>{(int64_t)i}));
+  return results;
+}
+
+/// `values` passed through inline PTX `text` as tied operands: the
+/// register accesses of `values` are ordered with `text`.
+inline SmallVector<Value> ptxWith(FragmentBuilder &x, StringRef text,
+                                  ValueRange values) {
+  SmallVector<Type> types;
+  for (Value v : values)
+    types.push_back(v.getType());
+  return inlinePtx(x, text, types, ValueRange{}, values);
+}
+
+/// The f32 scalars of C fragments (vector<2x2xf32>) in wgmma accumulator
+/// order, and back.
+inline SmallVector<Value> toScalars(FragmentBuilder &x, ArrayRef<Value> tiles) {
+  SmallVector<Value> s;
+  for (Value tile : tiles)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 2; ++e)
+        s.push_back(x.extract(tile, {h, e}));
+  return s;
+}
+
+inline SmallVector<Value> toTiles(FragmentBuilder &x, ArrayRef<Value> scalars) {
+  SmallVector<Value> tiles;
+  for (size_t i = 0; i + 3 < scalars.size(); i += 4)
+    tiles.push_back(vector::FromElementsOp::create(
+        x.b, x.loc, x.vec({2, 2}, x.f32), scalars.slice(i, 4)));
+  return tiles;
+}
+
+/// The PTX type name of the operand element type.
+inline StringRef ptxType(Type elt) { return elt.isBF16() ? "bf16" : "f16"; }
+
+/// The text of one wgmma.mma_async.m64n`n`k16 with f32 accumulators:
+/// $0..$(n/2 - 1) the accumulators, then A (one i64 descriptor, or four
+/// 32-bit registers with `aInRegs`) and the B descriptor. `accumulate`
+/// (scale-d) is an immediate: with a register, ptxas may fail to prove a
+/// first product's accumulators unread and wait for every wgmma in flight
+/// before it (C7517).
+inline std::string wgmmaText(int64_t n, Type elt, bool aInRegs, bool transB,
+                             bool accumulate) {
+  int64_t acc = n / 2;
+  std::string s = std::string("{\n.reg .pred p;\nsetp.ne.b32 p, ") +
+                  (accumulate ? "1" : "0") + ", 0;\n";
+  s += "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
+       ptxType(elt).str() + "." + ptxType(elt).str() + " {";
+  for (int64_t i = 0; i < acc; ++i)
+    s += (i ? ", $" : "$") + std::to_string(i);
+  s += "}, ";
+  if (aInRegs)
+    s += "{$" + std::to_string(acc) + ", $" + std::to_string(acc + 1) + ", $" +
+         std::to_string(acc + 2) + ", $" + std::to_string(acc + 3) + "}, $" +
+         std::to_string(acc + 4);
+  else
+    s += "$" + std::to_string(acc) + ", $" + std::to_string(acc + 1);
+  // scale-d, imm-scale-a, imm-scale-b[, imm-trans-a], imm-trans-b.
+  s += ", p, 1, 1";
+  if (!aInRegs)
+    s += ", 0";
+  s += transB ? ", 1;\n}" : ", 0;\n}";
+  return s;
+}
+
+/// A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor
+/// Format"): start address >> 4 in bits 0-13, leading byte offset >> 4 in
+/// 16-29, stride byte offset >> 4 in 32-45, no swizzle.
+struct Descriptor {
+  Value base; // i64: (workgroup address of the dynamic memory) >> 4 | offsets
+
+  Value at(FragmentBuilder &x, Value offsetUnits) const {
+    return arith::AddIOp::create(x.b, x.loc, base, offsetUnits);
+  }
+};
+
+inline Descriptor makeDescriptor(FragmentBuilder &x, Value smemUnits,
+                                 int64_t lbo, int64_t sbo) {
+  int64_t high = ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+  Value h = arith::ConstantIntOp::create(x.b, x.loc, x.b.getI64Type(), high);
+  return Descriptor{arith::AddIOp::create(x.b, x.loc, smemUnits, h)};
+}
+
+/// How the threads copy a [rows, width] tile into the canonical layout
+/// (file header) with 16-byte cp.async. Warp-chunk group w covers 8 rows x
+/// 4 chunks: rows 8 * (w / quads) + .., chunks 4 * (w % quads) + ..,
+/// quads = width / 32. Within it, the 8 lanes of an octet o take 4 rows
+/// (4 * (o % 2) + p / 2, p = lane % 8) x 2 adjacent chunks (2 * (o / 2) +
+/// p % 2): each row's 32 bytes are one full global-memory sector, and with
+/// the 64-byte column padding the octet's 8 destinations cover the 32
+/// banks once. Round r takes groups warp + r * warps. When the warps are a
+/// multiple of quads, a thread's chunk is fixed and each round adds a
+/// constant number of rows: the per-thread row, chunk and destination are
+/// computed once, before the key loop.
+struct CanonicalCopy {
+  int64_t rows, width, warps;
+  Value row0, chunk, dst0;  // per thread; dst0 in elements
+  int64_t rowStep, dstStep; // per round (valid when `fixed`)
+  bool fixed;
+
+  static CanonicalCopy plan(FragmentBuilder &x, int64_t rows, int64_t width,
+                            int64_t threads, const LaneIds &ids) {
+    CanonicalCopy c{rows, width, threads / 32, Value(), Value(), Value(),
+                    0,    0,     false};
+    int64_t quads = width / 32;
+    c.fixed = c.warps % quads == 0;
+    if (c.fixed) {
+      c.rowStep = 8 * (c.warps / quads);
+      c.dstStep = 64 * (c.warps / quads);
+      c.groupIndices(x, ids.warp, ids.lane, c.row0, c.chunk, c.dst0);
+    }
+    return c;
+  }
+
+  int64_t rounds() const { return (rows / 8) * (width / 32) / warps; }
+
+  /// Row, chunk and destination (elements, tile-relative) of this lane in
+  /// group `w`.
+  void groupIndices(FragmentBuilder &x, Value w, Value lane, Value &row,
+                    Value &chunk, Value &dst) const {
+    Value c2 = x.cstIndex(2), c8 = x.cstIndex(8),
+          quads = x.cstIndex(width / 32);
+    Value p = arith::RemUIOp::create(x.b, x.loc, lane, c8);
+    Value o = arith::DivUIOp::create(x.b, x.loc, lane, c8);
+    Value rowIn =
+        x.add(arith::DivUIOp::create(x.b, x.loc, p, c2),
+              x.mul(arith::RemUIOp::create(x.b, x.loc, o, c2), x.cstIndex(4)));
+    Value chunkIn = x.add(arith::RemUIOp::create(x.b, x.loc, p, c2),
+                          x.mul(arith::DivUIOp::create(x.b, x.loc, o, c2), c2));
+    Value rb = arith::DivUIOp::create(x.b, x.loc, w, quads);
+    Value kq = arith::RemUIOp::create(x.b, x.loc, w, quads);
+    row = x.add(x.mul(rb, c8), rowIn);
+    chunk = x.add(x.mul(kq, x.cstIndex(4)), chunkIn);
+    dst = x.add(x.add(x.mul(chunk, x.cstIndex(wgmmaColumnBytes(rows) / 2)),
+                      x.mul(rb, x.cstIndex(64))),
+                x.mul(rowIn, c8));
+  }
+
+  /// Copies rows [r0, r0 + rows) of `src[batch]` into the tile at element
+  /// `base` of `tile`. A tile that ends at or before `limit` copies without
+  /// bounds arithmetic; otherwise rows at or past `limit` are zero-filled
+  /// (their source row clamped). Does not commit.
+  void copy(FragmentBuilder &fb, Value src, Value tile, Value base, Value batch,
+            Value r0, Value limit, const LaneIds &ids) const {
+    auto tokenType = nvgpu::DeviceAsyncTokenType::get(fb.b.getContext());
+    auto emitAll = [&](FragmentBuilder &x, bool bounded) {
+      Value c0 = x.cstIndex(0), c8 = x.cstIndex(8);
+      Value lastRow =
+          bounded ? x.maxS(x.sub(limit, x.cstIndex(1)), c0) : Value();
+      for (int64_t it = 0; it < rounds(); ++it) {
+        Value row, chunk, dst;
+        if (fixed) {
+          row = x.add(row0, x.cstIndex(it * rowStep));
+          chunk = this->chunk;
+          dst = x.add(dst0, x.cstIndex(it * dstStep));
+        } else {
+          groupIndices(x, x.add(ids.warp, x.cstIndex(it * warps)), ids.lane,
+                       row, chunk, dst);
+        }
+        Value key = x.add(r0, row);
+        Value srcElements;
+        if (bounded) {
+          Value valid = x.cmpI(arith::CmpIPredicate::slt, key, limit);
+          srcElements = x.select(valid, c8, c0);
+          key = x.minS(key, lastRow);
+        }
+        nvgpu::DeviceAsyncCopyOp::create(
+            x.b, x.loc, tokenType, tile, ValueRange{x.add(base, dst)}, src,
+            ValueRange{batch, key, x.mul(chunk, c8)}, x.b.getIndexAttr(8),
+            srcElements, /*bypassL1=*/UnitAttr());
+      }
+    };
+    emitFullOrBounded(fb, r0, rows, limit, emitAll);
+  }
+};
+
+inline void commitGroup(FragmentBuilder &x) {
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(x.b.getContext());
+  nvgpu::DeviceAsyncCreateGroupOp::create(x.b, x.loc, tokenType, ValueRange{});
+}
+
+/// Copies rows [tb * rows, tb * rows + rows) of `src[batch]` (rows = the
+/// plan's; zero fill at or past `limit`) into stage tb % `stages` of the
+/// staged tile at byte `offset` of `tile`, `stageBytes` per stage, when tb
+/// < `count`; commits one cp.async group either way, so that the group
+/// count per step is fixed.
+inline void copyStage(FragmentBuilder &x, const CanonicalCopy &plan, Value src,
+                      Value tile, Value tb, Value count, int64_t stages,
+                      int64_t offset, int64_t stageBytes, Value batch,
+                      Value limit, const LaneIds &ids) {
+  Value inRange = x.cmpI(arith::CmpIPredicate::slt, tb, count);
+  scf::IfOp::create(x.b, x.loc, inRange, [&](OpBuilder &ib, Location il) {
+    FragmentBuilder y(ib, il, x.elt);
+    Value stage = arith::RemUIOp::create(ib, il, tb, y.cstIndex(stages));
+    plan.copy(
+        y, src, tile,
+        y.add(y.cstIndex(offset / 2), y.mul(stage, y.cstIndex(stageBytes / 2))),
+        batch, y.mul(tb, y.cstIndex(plan.rows)), limit, ids);
+    scf::YieldOp::create(ib, il);
+  });
+  commitGroup(x);
+}
+
+/// `values` (accumulators of wgmma groups) after wgmma.wait_group
+/// `pending`: all but the newest `pending` groups are complete.
+inline SmallVector<Value> wgmmaWait(FragmentBuilder &x, int64_t pending,
+                                    ValueRange values) {
+  return ptxWith(
+      x, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+      values);
+}
+
+/// The dynamic workgroup memory of a wgmma kernel as a flat memref of
+/// `bytes / 2` elements of `elt`, and its address >> 4 (the start-address
+/// units of a matrix descriptor).
+struct WgmmaSharedMemory {
+  Value raw;   // memref<?xi8, workgroup>
+  Value tile;  // memref<bytes/2 x elt, workgroup>
+  Value units; // i64
+};
+
+inline WgmmaSharedMemory wgmmaSharedMemory(FragmentBuilder &fb, int64_t bytes) {
+  OpBuilder &b = fb.b;
+  Location loc = fb.loc;
+  Type i64 = b.getI64Type();
+  Value smem = dynamicShared(fb);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value tile = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({bytes / 2}, fb.elt, MemRefLayoutAttrInterface(),
+                      workgroup),
+      smem, fb.cstIndex(0), ValueRange{});
+  Value addr = arith::IndexCastUIOp::create(
+      b, loc, i64,
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem));
+  Value units = arith::ShRUIOp::create(
+      b, loc, addr, arith::ConstantIntOp::create(b, loc, i64, 4));
+  return {smem, tile, units};
+}
+
+/// Waits for the cp.async groups older than the newest `pending` ones,
+/// then makes every thread's copies visible to wgmma (async proxy) and
+/// synchronizes the block.
+inline void landCopies(FragmentBuilder &x, int64_t pending) {
+  NVVM::CpAsyncWaitGroupOp::create(x.b, x.loc, pending);
+  inlinePtx(x, "fence.proxy.async.shared::cta;", {}, ValueRange{});
+  gpu::BarrierOp::create(x.b, x.loc);
+}
+
+/// An i64 constant.
+inline Value cstI64(FragmentBuilder &x, int64_t v) {
+  return arith::ConstantIntOp::create(x.b, x.loc, x.b.getI64Type(), v);
+}
+
+/// The descriptor units (bytes >> 4) of stage `tb` % `stages` of a staged
+/// tile at byte `offset`, `stageBytes` per stage.
+inline Value stageUnits(FragmentBuilder &x, Value tb, int64_t stages,
+                        int64_t offset, int64_t stageBytes) {
+  Type i64 = x.b.getI64Type();
+  Value stage = arith::IndexCastUIOp::create(
+      x.b, x.loc, i64,
+      arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(stages)));
+  return arith::AddIOp::create(
+      x.b, x.loc,
+      arith::MulIOp::create(x.b, x.loc, stage, cstI64(x, stageBytes >> 4)),
+      cstI64(x, offset >> 4));
+}
+
+/// Issues one wgmma group (fence, `kSteps` x wgmma.mma_async.m64n`n`k16,
+/// commit) computing D = A B^T into fresh f32 accumulators, both operands
+/// from workgroup memory, B K-major: step kc reads A at descriptor
+/// `aBase` + kc * `aStep` and B at `bBase` + kc * `bStep` (16-byte units).
+/// Returns the n / 2 accumulator scalars, valid after the matching
+/// wgmma.wait_group.
+inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
+                                         int64_t kSteps, Value aBase,
+                                         int64_t aStep, Value bBase,
+                                         int64_t bStep, bool zeroInit = false) {
+  SmallVector<Type> types(n / 2, x.f32);
+  SmallVector<Value> acc;
+  if (zeroInit)
+    acc.assign(n / 2, x.cstF32(0.0));
+  inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
+  for (int64_t kc = 0; kc < kSteps; ++kc) {
+    Value descA =
+        arith::AddIOp::create(x.b, x.loc, aBase, cstI64(x, kc * aStep));
+    Value descB =
+        arith::AddIOp::create(x.b, x.loc, bBase, cstI64(x, kc * bStep));
+    acc = inlinePtx(x, wgmmaText(n, x.elt, false, false, kc != 0), types,
+                    ValueRange{descA, descB},
+                    kc || zeroInit ? ValueRange(acc) : ValueRange{});
+  }
+  inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
+  return acc;
+}
+
+/// Issues one wgmma group computing D += A B on the f32 accumulator
+/// scalars `acc` (n / 2 of them): A from registers (`aRegs`, four 32-bit
+/// words of packed elements per k16 step, the A fragment of a 64 x 16
+/// slice), B N-major from workgroup memory at descriptor `bBase`, each k16
+/// step 256 bytes (two core matrices along K) further. The fence takes
+/// `acc` and `aRegs` as tied operands. Returns the accumulators, valid
+/// after the matching wgmma.wait_group.
+inline SmallVector<Value> wgmmaAccumulateRS(FragmentBuilder &x, int64_t n,
+                                            SmallVector<Value> acc,
+                                            SmallVector<Value> aRegs,
+                                            Value bBase) {
+  SmallVector<Type> types(n / 2, x.f32);
+  SmallVector<Value> fenced = acc;
+  llvm::append_range(fenced, aRegs);
+  fenced = ptxWith(x, "wgmma.fence.sync.aligned;", fenced);
+  acc.assign(fenced.begin(), fenced.begin() + acc.size());
+  aRegs.assign(fenced.begin() + acc.size(), fenced.end());
+  for (size_t kk = 0; 4 * kk < aRegs.size(); ++kk) {
+    Value descB = arith::AddIOp::create(x.b, x.loc, bBase,
+                                        cstI64(x, (int64_t(kk) * 256) >> 4));
+    SmallVector<Value> ins(aRegs.begin() + 4 * kk, aRegs.begin() + 4 * kk + 4);
+    ins.push_back(descB);
+    acc = inlinePtx(x, wgmmaText(n, x.elt, true, true, true), types, ins, acc);
+  }
+  inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
+  return acc;
+}
+
+/// The 32-bit A-operand registers of an RS wgmma from f32 C tiles
+/// (vector<2x2xf32>, the accumulator layout of one warp's 16 rows): the
+/// elements converted to x.elt and packed in pairs.
+inline SmallVector<Value> packARegisters(FragmentBuilder &x,
+                                         ArrayRef<Value> cTiles) {
+  SmallVector<SmallVector<Value>> c(1);
+  c[0].assign(cTiles.begin(), cTiles.end());
+  SmallVector<SmallVector<Value>> frags = toAFragments(x, c);
+  SmallVector<Value> regs;
+  for (Value frag : frags[0])
+    for (int64_t i = 0; i < 4; ++i) {
+      Value word = vector::BitCastOp::create(
+          x.b, x.loc, x.vec({1}, x.b.getI32Type()), x.extract(frag, {i}));
+      regs.push_back(x.extract(word, {0}));
+    }
+  return regs;
+}
+
+} // namespace gpukernel
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_LIB_CONVERSION_FATOGPU_WGMMAFRAGMENTS_H
