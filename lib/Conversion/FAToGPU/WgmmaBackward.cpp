@@ -56,7 +56,6 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   const bool dkdv = ks.dkdv;
   const int64_t W = ks.numWarps, threads = 32 * W;
   const int64_t ownRows = ks.ownRows(), tile = ks.tile, stages = ks.stages;
-  const int64_t tileN8 = tile / 8; // n8 slices of S, dP
 
   Value q = func.getArgument(0), k = func.getArgument(1),
         v = func.getArgument(2), dout = func.getArgument(3),
