@@ -53,26 +53,34 @@ def _view(name: str, t: torch.Tensor):
     return list(t.shape), list(t.stride())
 
 
-def _as_memref(name: str, t: torch.Tensor):
+def _as_memref(name: str, t: torch.Tensor, inputs=None):
     """``(tensor, (ptr, sizes, strides, element_size))`` of the kernel view
     of param ``name``: rank 3 ``[batch, T, D]`` for q k v o do dq dk dv,
-    rank 2 ``[batch, T]`` for lse. Copies ``t`` only when its batch dims do
-    not flatten (fa_opt.layout)."""
+    rank 2 ``[batch, T]`` for lse. Copies ``t`` when its batch dims do not
+    flatten (fa_opt.layout), or when ``name`` is in ``inputs`` (default
+    ``_INPUTS``) and its rows are not 16-byte aligned."""
     global copy_count
     view = _view(name, t)
-    if view is None or (name in _INPUTS and not _rows_aligned(t, view)):
+    inputs = _INPUTS if inputs is None else inputs
+    if view is None or (name in inputs and not _rows_aligned(t, view)):
         copy_count += 1
-        t = t.contiguous()
+        # Fresh storage: contiguous() would keep a contiguous view at an
+        # odd storage offset.
+        t = torch.empty_like(t, memory_format=torch.contiguous_format
+                             ).copy_(t)
         view = _view(name, t)
     sizes, strides = view
     return t, (t.data_ptr(), sizes, strides, t.element_size())
 
 
-# Inputs the tensor-core kernels read with 16-byte copies (cp.async): each
-# row must start at a 16-byte aligned address. A view that breaks that
-# (an odd storage offset, a row stride that is not a multiple of 16 bytes)
-# is copied; outputs are allocated here and always aligned.
+# Inputs the tensor-core kernels read 16 bytes at a time (cp.async; o and
+# do in the backward's _delta, hence _BACKWARD_INPUTS): each row must start
+# at a 16-byte aligned address. A view that breaks that (an odd storage
+# offset, a row stride that is not a multiple of 16 bytes) is copied into
+# fresh storage; outputs are allocated here and always aligned.
 _INPUTS = frozenset(("q", "k", "v", "do", "dout"))
+# The backward's inputs: the above and o.
+_BACKWARD_INPUTS = _INPUTS | {"o"}
 
 
 def _rows_aligned(t: torch.Tensor, view) -> bool:
@@ -178,7 +186,8 @@ def _run_backward(ks: KernelSet, q, k, v, o, lse, do, causal, scale):
                 raise RuntimeError(
                     f"fa_opt: backward kernel {m.kernel} takes an unknown "
                     f"tensor '{name}' ({bm.path})")
-            t, tensors[name] = _as_memref(name, named[name])
+            t, tensors[name] = _as_memref(name, named[name],
+                                          _BACKWARD_INPUTS)
             keep.append(t)
         launch(ks, m, device, tensors, p.batch, p.seqlen_q, p.seqlen_k, stream)
     # dq, dk, dv come from _new_like: flattenable, so never copied above

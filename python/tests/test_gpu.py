@@ -122,6 +122,19 @@ def test_layouts_and_the_copy_rule():
     qp = q.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
     o, n = _copies(lambda: fa_opt.attention(qp, k, v))
     assert n == 1 and rel(o, reference(q, k, v)[0]) < TOL[torch.bfloat16]
+    # A contiguous view at an odd storage offset (rows not 16-byte
+    # aligned): copied into fresh storage, forward and backward.
+    flat = rand(B * H * T * D + 1)
+    qo = flat[1:].view(B, H, T, D).requires_grad_()
+    assert qo.data_ptr() % 16 != 0
+    o, n = _copies(lambda: fa_opt.attention(qo, k, v))
+    assert n == 1 and rel(o, reference(qo, k, v)[0]) < TOL[torch.bfloat16]
+    do = rand(B, H, T, D)
+    dq, = torch.autograd.grad(o, (qo,), do)
+    qd = qo.detach().double().requires_grad_()
+    rq, = torch.autograd.grad(reference(qd, k.double(), v.double())[0],
+                              (qd,), do.double())
+    assert rel(dq, rq) < 3e-2
     # Rank 3 [N, T, D] and rank 5 batch dims.
     r3 = [rand(6, 50, 64) for _ in range(3)]
     assert rel(fa_opt.attention(*r3), reference(*r3)[0]) < TOL[torch.bfloat16]

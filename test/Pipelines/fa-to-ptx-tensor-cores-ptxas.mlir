@@ -44,6 +44,10 @@
 
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/bf16_d32_top_left_attention_0.ptx -o %t/bf16_d32_top_left_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/sm90/f16_d64_dv32_none_attention_0.ptx -o %t/f16_d64_dv32_none_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// D 64 with Dv 128 (the _dq register model counts Dv) and D 32 with Dv 128
+// (no default wgmma tile: the mma.sync backward):
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_bf16_d64_dv128_none_attention_backward_0.ptx -o %t/bwd_bf16_d64_dv128_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/sm90/bwd_bf16_d32_dv128_bottom_right_attention_backward_0.ptx -o %t/bwd_bf16_d32_dv128_sm90.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // Every kernel of a module (the backward has three) without spills, and
 // no wgmma serialized by ptxas (C7514..C7517: waits it had to inject).
 // NOSPILL-NOT: {{[1-9][0-9]*}} bytes spill
@@ -168,4 +172,16 @@ func.func @f16_d64_dv32_none(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v:
   %o = fa.attention %q, %k, %v
       : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x32xf16> -> tensor<?x?x32xf16>
   return %o : tensor<?x?x32xf16>
+}
+
+func.func @bwd_bf16_d64_dv128_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(none)
+      : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>
+}
+
+func.func @bwd_bf16_d32_dv128_bottom_right(%q: tensor<?x?x32xbf16>, %k: tensor<?x?x32xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(bottom_right)
+      : tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>
 }

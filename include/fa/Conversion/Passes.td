@@ -162,7 +162,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     dq blocks of 64 queries over key tiles of 64 or 32. S and dP are
     computed in both kernels (7 tile products instead of FlashAttention-2's
     5) in exchange for no atomics and no transposes through workgroup
-    memory. Its `_delta` reads o and dO 16 bytes per lane, Dv / 8 lanes per
+    memory. Its `_delta` reads o and dO 16 bytes per lane (one aligned
+    vector load: rows are 16-byte aligned, `row_align`), Dv / 8 lanes per
     row (128 / (Dv / 8) rows per block), summed by `gpu.shuffle xor`.
 
     With `wgmma` as well (sm_90a), an `fa.attention_backward` with f16/bf16
@@ -181,12 +182,15 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     issues S and dP back to back with the previous tile's last product
     (dK += dS^T Q_{i-1} between them in `_dkdv`, dQ += dS K_{j-1} after
     them in `_dq`), computes P once S is done and dS once dP is done
-    (FlashAttention-3, Section 3.2). Errors on the op: num-warps other than
-    4, 8, 12 or 16; a tile not a multiple of 16 or over 256 rows; a tile
-    whose 8-row x 32-column groups do not split evenly over the warps; tile
-    values (`_dkdv`: D / 2 + Dv / 2 + 5 x block-m / 2 registers, `_dq`:
-    D / 2 + 3 x block-n / 2) over the per-thread register budget; tiles
-    over `max-shared-bytes` even with two stages.
+    (FlashAttention-3, Section 3.2). Where no default tile fits (e.g.
+    D 32 with Dv 128) and none of num-warps, block-m and block-n is given,
+    the op gets the mma.sync backward instead. Errors on the op (with
+    num-warps, block-m or block-n given): num-warps other than 4, 8, 12 or
+    16; a tile not a multiple of 16 or over 256 rows; a tile whose 8-row x
+    32-column groups do not split evenly over the warps; tile values
+    (`_dkdv`: D / 2 + Dv / 2 + 5 x block-m / 2 registers, `_dq`:
+    D / 2 + Dv / 8 + 3 x block-n / 2) over the per-thread register budget;
+    tiles over `max-shared-bytes` even with two stages.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
@@ -208,10 +212,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "f16/bf16 operands and head dims 32, 64 or 128: the sm_90a "
            "warpgroup MMA (wgmma) kernels; needs chip sm_90a">,
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"0",
-           "Tensor-core kernel: warps per block, in [1, 16]; each owns "
-           "block-m / num-warps query rows (16 to 64); 0: 4, or with only "
-           "block-m given, block-m / 32 (head dims up to 128) or "
-           "block-m / 16 when that divides, else the fewest that do">,
+           "Tensor-core kernels: warps per block, in [1, 16]. mma.sync: "
+           "each owns block-m / num-warps query rows (16 to 64); 0: 4, or "
+           "with only block-m given, block-m / 32 (head dims up to 128) or "
+           "block-m / 16 when that divides, else the fewest that do. "
+           "wgmma: whole warpgroups (4, 8, 12 or 16); 0: 8, or with only "
+           "block-m given to the forward, block-m / 16">,
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t",
            /*default=*/"166912",
            "Tensor-core kernels: the workgroup memory one block may use, in "

@@ -75,9 +75,10 @@ struct FAToPTXPipelineOptions
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",
-      llvm::cl::desc("Tensor-core kernel (sm_80 and later, f16/bf16): warps "
-                     "per block, each owning block-m / num-warps query "
-                     "rows; 0: 4"),
+      llvm::cl::desc("Tensor-core kernels (sm_80 and later, f16/bf16): "
+                     "warps per block, in [1, 16]; 0: the kernel's default "
+                     "(mma.sync: 4; wgmma: 8, i.e. two warpgroups; wgmma "
+                     "takes 4, 8, 12 or 16)"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",

@@ -53,8 +53,10 @@
 #include "TensorCoreKernels.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -152,37 +154,35 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
              << (dkdv ? "dk/dv" : "dq") << " tiles take " << bytes
              << " bytes of workgroup memory, over the "
              << options.maxSharedBytes
-             << " bytes a block may use (max-shared-bytes, set by the chip)";
+             << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
+                "from the chip)";
   }
   return bs;
 }
 
-/// Completes `bs` for the sm_90a wgmma backward kernels: blocks of
-/// 16 x num-warps own rows (default 8 warps: 128 keys per `_dkdv` block,
-/// 128 queries per `_dq` block) over loop tiles of block-m queries
-/// (`_dkdv`; default 64, or 32 where 64 does not fit the registers or the
-/// copy split) and block-n keys (`_dq`; default 128, 64 or 32, the first
-/// that fits); three loop stages when they fit max-shared-bytes, else two.
-/// Fails with an op error on a shape the kernels cannot take.
-static FailureOr<BackwardShape>
-getWgmmaBackwardShape(AttentionBackwardOp op,
-                      const AttentionKernelOptions &options,
-                      BackwardShape bs) {
-  int64_t warps = options.numWarps ? options.numWarps : 8;
-  if (warps % 4 != 0)
-    return op.emitOpError("the wgmma backward expects whole warpgroups: "
-                          "num-warps 4, 8, 12 or 16, got ")
-           << warps;
+/// Completes `bs` for the sm_90a wgmma backward kernels with blocks of
+/// `warps` warps (16 x warps own rows: keys per `_dkdv` block, queries per
+/// `_dq` block) over loop tiles of block-m queries (`_dkdv`; default 64, or
+/// 32 where 64 does not fit the registers or the copy split) and block-n
+/// keys (`_dq`; default 128, 64 or 32, the first that fits); three loop
+/// stages when they fit max-shared-bytes, else two. Returns std::nullopt
+/// with the reason in `why` on a shape the kernels cannot take.
+static std::optional<BackwardShape>
+resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
+                     int64_t warps, std::string &why) {
+  llvm::raw_string_ostream os(why);
   // Registers per thread (at most 255; 65536 per multiprocessor) that the
   // tile values may take, leaving some 16 for addresses: _dkdv holds dK,
   // dV, S^T, dP^T, the packed P^T and dS^T and the lse and delta of its
   // query columns (2 x tile / 4), and the addresses of the column loads
   // (measured: 5 x tile / 2 in all); _dq dQ, S, dP, the packed dS and
-  // that of the previous tile (3 x tile / 2).
+  // that of the previous tile (3 x tile / 2), and the descriptors of the
+  // Dv / 16 k-steps of dP = dO V^T (measured: Dv / 8; D = 64, Dv = 128
+  // with 128-key tiles spilled without this term).
   const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
   auto regs = [&](bool dkdv, int64_t tile) {
     return dkdv ? bs.d / 2 + bs.dv / 2 + 5 * tile / 2
-                : bs.d / 2 + 3 * tile / 2;
+                : bs.d / 2 + bs.dv / 8 + 3 * tile / 2;
   };
   auto splitsEvenly = [&](int64_t tile) {
     return (tile / 8) * (bs.d / 32) % warps == 0 &&
@@ -199,36 +199,41 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
                           : "block-n (keys per dq tile)";
     SmallVector<int64_t, 2> tiles;
     if (given) {
-      if (given % 16 != 0 || given > 256)
-        return op.emitOpError("the wgmma backward expects ")
-               << what << " to be a multiple of 16 of at most 256, got "
-               << given;
-      if (!splitsEvenly(given))
-        return op.emitOpError("the wgmma backward expects the 8-row x "
-                              "32-column groups of a ")
-               << (dkdv ? "Q/dO" : "K/V") << " tile (" << what << " = "
-               << given << ", head dims " << bs.d << " and " << bs.dv
-               << ") to split evenly over num-warps = " << warps;
-      if (regs(dkdv, given) > regBudget)
-        return op.emitOpError("the wgmma backward's ")
-               << (dkdv ? "dk/dv" : "dq") << " accumulators (" << what
-               << " = " << given << ": " << regs(dkdv, given)
-               << " registers per thread) do not fit the " << regBudget
-               << " a thread of a " << 32 * warps
-               << "-thread block can give them; use a smaller tile or "
-                  "fewer warps";
+      if (given % 16 != 0 || given > 256) {
+        os << "the wgmma backward expects " << what
+           << " to be a multiple of 16 of at most 256, got " << given;
+        return std::nullopt;
+      }
+      if (!splitsEvenly(given)) {
+        os << "the wgmma backward expects the 8-row x 32-column groups of a "
+           << (dkdv ? "Q/dO" : "K/V") << " tile (" << what << " = " << given
+           << ", head dims " << bs.d << " and " << bs.dv
+           << ") to split evenly over num-warps = " << warps;
+        return std::nullopt;
+      }
+      if (regs(dkdv, given) > regBudget) {
+        os << "the wgmma backward's " << (dkdv ? "dk/dv" : "dq")
+           << " accumulators (" << what << " = " << given << ": "
+           << regs(dkdv, given) << " registers per thread) do not fit the "
+           << regBudget << " a thread of a " << 32 * warps
+           << "-thread block can give them; use a smaller tile"
+           << (warps > 8 ? " or fewer warps" : "");
+        return std::nullopt;
+      }
       tiles.push_back(given);
     } else {
       for (int64_t tile : {128, 64, 32})
         if ((tile < 128 || !dkdv) && splitsEvenly(tile) &&
             regs(dkdv, tile) <= regBudget)
           tiles.push_back(tile);
-      if (tiles.empty())
-        return op.emitOpError("the wgmma backward has no default ")
-               << what << " (" << (dkdv ? "64 or 32" : "128, 64 or 32")
-               << ") whose tiles split evenly over "
-               << "num-warps = " << warps << " and fit the registers (head "
-               << "dims " << bs.d << " and " << bs.dv << "); give one";
+      if (tiles.empty()) {
+        os << "the wgmma backward has no default " << what << " ("
+           << (dkdv ? "64 or 32" : "128, 64 or 32")
+           << ") whose tiles split evenly over num-warps = " << warps
+           << " and fit the registers (head dims " << bs.d << " and "
+           << bs.dv << "); give one";
+        return std::nullopt;
+      }
     }
     bool found = false;
     int64_t bytes = 0, lastTile = 0;
@@ -246,14 +251,15 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
       if (found)
         break;
     }
-    if (!found)
-      return op.emitOpError("the wgmma backward's ")
-             << (dkdv ? "dk/dv" : "dq") << " tiles (" << 16 * warps
-             << " own rows, two stages of " << lastTile << "-row tiles) take "
-             << bytes
-             << " bytes of workgroup memory, over the "
-             << options.maxSharedBytes
-             << " bytes a block may use (max-shared-bytes, set by the chip)";
+    if (!found) {
+      os << "the wgmma backward's " << (dkdv ? "dk/dv" : "dq") << " tiles ("
+         << 16 * warps << " own rows, two stages of " << lastTile
+         << "-row tiles) take " << bytes
+         << " bytes of workgroup memory, over the " << options.maxSharedBytes
+         << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
+            "from the chip)";
+      return std::nullopt;
+    }
   }
   bs.tensorCore = true;
   bs.wgmma = true;
@@ -263,6 +269,28 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
   bs.dqBlockM = 16 * warps;
   bs.dqBlockN = bs.wgDq.tile;
   return bs;
+}
+
+/// The sm_90a wgmma backward (default 8 warps) for `bs`. Where none of its
+/// defaults fit (e.g. D = 32 with Dv = 128) and no tile or warp option was
+/// given, falls back to the mma.sync kernels; with options the kernels
+/// cannot take, fails with an op error that says why.
+static FailureOr<BackwardShape>
+getWgmmaBackwardShape(AttentionBackwardOp op,
+                      const AttentionKernelOptions &options,
+                      BackwardShape bs) {
+  int64_t warps = options.numWarps ? options.numWarps : 8;
+  if (warps % 4 != 0)
+    return op.emitOpError("the wgmma backward expects whole warpgroups: "
+                          "num-warps 4, 8, 12 or 16, got ")
+           << warps << " (wgmma=false selects the mma.sync kernels)";
+  std::string why;
+  if (std::optional<BackwardShape> shape =
+          resolveWgmmaBackward(bs, options, warps, why))
+    return *shape;
+  if (!options.numWarps && !options.blockM && !options.blockN)
+    return getTensorCoreBackwardShape(op, options, bs);
+  return op.emitOpError(why) << " (wgmma=false selects the mma.sync kernels)";
 }
 
 static FailureOr<BackwardShape>
@@ -279,12 +307,12 @@ getBackwardShape(AttentionBackwardOp op,
   if (options.blockN == 0)
     options.blockN = 64;
   if (options.blockM < 1 || options.blockM > 1024)
-    return op.emitOpError("expected block-m in [1, 1024] (the threads per "
-                          "block of the dq kernel), got ")
+    return op.emitOpError("expected block-m in [1, 1024], or 0 for the "
+                          "default, got ")
            << options.blockM;
   if (options.blockN < 1 || options.blockN > 1024)
-    return op.emitOpError("expected block-n in [1, 1024] (the threads per "
-                          "block of the dk/dv kernel), got ")
+    return op.emitOpError("expected block-n in [1, 1024], or 0 for the "
+                          "default, got ")
            << options.blockN;
 
   BackwardShape bs;
@@ -308,8 +336,9 @@ getBackwardShape(AttentionBackwardOp op,
     bs.batchShape.push_back(dim);
     if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(bs.batch))
       bs.batch = ShapedType::kDynamic;
-    else
-      bs.batch *= dim;
+    else if (llvm::MulOverflow(bs.batch, dim, bs.batch))
+      return op.emitOpError("expected the product of the batch dims to fit "
+                            "in 64 bits (at most 2^63 - 1)");
   }
   bs.tq = staticDim({qTy.getDimSize(nb), oTy.getDimSize(nb),
                      doTy.getDimSize(nb), dqTy.getDimSize(nb)});

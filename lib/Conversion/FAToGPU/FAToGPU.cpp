@@ -46,6 +46,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -186,7 +187,8 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
          << blockM << ", block-n = " << ks.blockN << ", two K/V stages) take "
          << sharedBytes << " bytes of workgroup memory, over the "
          << options.maxSharedBytes
-         << " bytes a block may use (max-shared-bytes, set by the chip)";
+         << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
+            "from the chip)";
 }
 
 /// Completes `ks` for the tensor-core kernel: the block shape from the
@@ -243,7 +245,8 @@ getTensorCoreShape(AttentionOp op, const AttentionKernelOptions &options,
     return op.emitOpError("the tensor-core kernel's tiles (block-m = ")
            << blockM << ", block-n = " << blockN << ") take " << sharedBytes
            << " bytes of workgroup memory, over the " << options.maxSharedBytes
-           << " bytes a block may use (max-shared-bytes, set by the chip)";
+           << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
+              "from the chip)";
   return ks;
 }
 
@@ -280,8 +283,9 @@ getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
     ks.batchShape.push_back(dim);
     if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(ks.batch))
       ks.batch = ShapedType::kDynamic;
-    else
-      ks.batch *= dim;
+    else if (llvm::MulOverflow(ks.batch, dim, ks.batch))
+      return op.emitOpError("expected the product of the batch dims to fit "
+                            "in 64 bits (at most 2^63 - 1)");
   }
   ks.tq = staticDim({qTy.getDimSize(nb), oTy.getDimSize(nb)});
   ks.tk = staticDim({kTy.getDimSize(nb), vTy.getDimSize(nb)});
@@ -742,6 +746,13 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.wgmma = wgmma;
     options.numWarps = numWarps;
     options.maxSharedBytes = maxSharedBytes;
+    if (options.maxSharedBytes < 1) {
+      module.emitError("convert-fa-to-gpu: expected a positive "
+                       "max-shared-bytes (bytes of workgroup memory per "
+                       "block), got ")
+          << options.maxSharedBytes;
+      return signalPassFailure();
+    }
 
     // The fa.attention and fa.attention_backward ops of each host function,
     // in order.

@@ -514,8 +514,12 @@ void mlir::fa::gpukernel::buildTensorCoreDeltaBody(OpBuilder &b, Location loc,
                                        fb.cstIndex(0)));
   Value col = fb.mul(chunk, fb.cstIndex(8));
   auto loadF32 = [&](Value src, Type elt) -> Value {
+    // Rows start 16-byte aligned (row_align; the runtime and the Python
+    // package check o and do) and `col` is a multiple of 8 elements of at
+    // least 2 bytes: one 16-byte (32 for f32) load per lane.
     Value v = vector::LoadOp::create(b, loc, fb.vec({8}, elt), src,
-                                     ValueRange{batch, readRow, col});
+                                     ValueRange{batch, readRow, col},
+                                     /*nontemporal=*/false, llvm::Align(16));
     if (elt != fb.f32)
       v = arith::ExtFOp::create(b, loc, fb.vec({8}, fb.f32), v);
     return v;

@@ -7,21 +7,21 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-m=128" 2>&1 | FileCheck %s --check-prefix=REGS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-n=256" 2>&1 | FileCheck %s --check-prefix=DQREGS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=16" 2>&1 | FileCheck %s --check-prefix=NODEFAULT
-// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=65536" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=8 max-shared-bytes=65536" 2>&1 | FileCheck %s --check-prefix=SMEM
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // The tensor-core kernels fold scale * log2(e) into one f32.
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" 2>&1 | FileCheck %s --check-prefix=SCALE
 
-// WARPS: :[[@LINE+13]]:19: error: 'fa.attention_backward' op the wgmma backward expects whole warpgroups: num-warps 4, 8, 12 or 16, got 6
+// WARPS: :[[@LINE+13]]:19: error: 'fa.attention_backward' op the wgmma backward expects whole warpgroups: num-warps 4, 8, 12 or 16, got 6 (wgmma=false selects the mma.sync kernels)
 // BLOCKM: error: 'fa.attention_backward' op the wgmma backward expects block-m (queries per dk/dv tile) to be a multiple of 16 of at most 256, got 24
 // BLOCKM272: error: 'fa.attention_backward' op the wgmma backward expects block-m (queries per dk/dv tile) to be a multiple of 16 of at most 256, got 272
 // BLOCKN: error: 'fa.attention_backward' op the wgmma backward expects block-n (keys per dq tile) to be a multiple of 16 of at most 256, got 40
 // SPLIT: error: 'fa.attention_backward' op the wgmma backward expects the 8-row x 32-column groups of a Q/dO tile (block-m (queries per dk/dv tile) = 16, head dims 128 and 128) to split evenly over num-warps = 16
-// REGS: error: 'fa.attention_backward' op the wgmma backward's dk/dv accumulators (block-m (queries per dk/dv tile) = 128: 448 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile or fewer warps
-// DQREGS: error: 'fa.attention_backward' op the wgmma backward's dq accumulators (block-n (keys per dq tile) = 256: 448 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile or fewer warps
-// NODEFAULT: error: 'fa.attention_backward' op the wgmma backward has no default block-m (queries per dk/dv tile) (64 or 32) whose tiles split evenly over num-warps = 16 and fit the registers (head dims 128 and 128); give one
-// SMEM: error: 'fa.attention_backward' op the wgmma backward's dk/dv tiles (128 own rows, two stages of 32-row tiles) take 104960 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes, set by the chip)
+// REGS: error: 'fa.attention_backward' op the wgmma backward's dk/dv accumulators (block-m (queries per dk/dv tile) = 128: 448 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
+// DQREGS: error: 'fa.attention_backward' op the wgmma backward's dq accumulators (block-n (keys per dq tile) = 256: 464 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
+// NODEFAULT: error: 'fa.attention_backward' op the wgmma backward has no default block-m (queries per dk/dv tile) (64 or 32) whose tiles split evenly over num-warps = 16 and fit the registers (head dims 128 and 128); give one (wgmma=false selects the mma.sync kernels)
+// SMEM: error: 'fa.attention_backward' op the wgmma backward's dk/dv tiles (128 own rows, two stages of 32-row tiles) take 104960 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
              %v: tensor<2x?x128xbf16>, %o: tensor<2x?x128xbf16>,
              %do: tensor<2x?x128xbf16>, %lse: tensor<2x?xf32>)

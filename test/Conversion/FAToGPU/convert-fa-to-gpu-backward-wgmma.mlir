@@ -16,8 +16,8 @@
 // _delta: one 16-byte load of o and do per lane, then an xor-shuffle sum
 // over the 8 lanes of a row.
 // CHECK: gpu.func @bf16_d64_attention_backward_0_delta(%{{.+}}: memref<4x?x64xbf16, strided<[?, ?, 1], offset: ?>>
-// CHECK: vector.load %arg0{{.+}} vector<8xbf16>
-// CHECK: vector.load %arg1{{.+}} vector<8xbf16>
+// CHECK: vector.load %arg0{{.+}} {alignment = 16 : i64} : {{.+}} vector<8xbf16>
+// CHECK: vector.load %arg1{{.+}} {alignment = 16 : i64} : {{.+}} vector<8xbf16>
 // CHECK: vector.reduction <add>
 // CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
@@ -151,6 +151,34 @@ func.func @bf16_d64(%q: tensor<4x?x64xbf16>, %k: tensor<4x?x64xbf16>, %v: tensor
 func.func @f16_d128(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>, %o: tensor<?x?x128xf32>, %do: tensor<?x?x128xf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x?x128xf32>) {
   %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf32>, tensor<?x?x128xf16>, tensor<?x?xf32> -> tensor<?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x?x128xf32>
   return %dq, %dk, %dv : tensor<?x?x128xf32>, tensor<?x?x128xf32>, tensor<?x?x128xf32>
+}
+
+// -----
+
+// bf16, D = 64, Dv = 128: _dkdv query tiles of 32; _dq key tiles of 64
+// (128 would take 240 registers per thread with the Dv / 16 k-steps of
+// dO V^T, and spilled). D = 32 with Dv = 128 has no default _dkdv tile
+// (64 needs 240 registers, 32 does not split over 8 warps) and, with no
+// tile or warp option given, falls back to the mma.sync backward.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: {block_m = 32 : i64, block_n = 128 : i64, {{.+}}, kernel = "d64_dv128_attention_backward_0_dkdv"
+// CHECK-SAME: {block_m = 128 : i64, block_n = 64 : i64, {{.+}}, kernel = "d64_dv128_attention_backward_0_dq"
+// CHECK: gpu.func @d64_dv128_attention_backward_0_dkdv(
+// CHECK: wgmma.mma_async
+// CHECK: gpu.func @d32_dv128_attention_backward_0_dkdv(
+// CHECK-NOT: wgmma
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: wgmma
+// CHECK: gpu.func @d32_dv128_attention_backward_0_dq(
+// CHECK-NOT: wgmma
+// CHECK: gpu.return
+func.func @d64_dv128(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x128xbf16>
+}
+func.func @d32_dv128(%q: tensor<?x?x32xbf16>, %k: tensor<?x?x32xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x128xbf16>
 }
 
 // -----

@@ -1,10 +1,12 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu -verify-diagnostics
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-m=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKM
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="max-shared-bytes=0" 2>&1 | FileCheck %s --check-prefix=SMEM
+// SMEM: error: convert-fa-to-gpu: expected a positive max-shared-bytes (bytes of workgroup memory per block), got 0
 
 // BLOCKM: error: 'fa.attention' op expected block-m in [1, 1024], or 0 for the default of the head dim, got 2048
 
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-n=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKN
-// BLOCKN: error: 'fa.attention_backward' op expected block-n in [1, 1024] (the threads per block of the dk/dv kernel), got 2048
+// BLOCKN: error: 'fa.attention_backward' op expected block-n in [1, 1024], or 0 for the default, got 2048
 
 func.func @mask_rejected(%q: tensor<2x128x64xf16>, %k: tensor<2x128x64xf16>,
                          %v: tensor<2x128x64xf16>, %m: tensor<2x128x128xi1>)
@@ -111,4 +113,35 @@ func.func @a_b(%q: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
       : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>
       -> tensor<2x16x64xf32>
   return %o : tensor<2x16x64xf32>
+}
+
+// -----
+
+// Static batch dims whose product overflows int64 (4294967296^2 = 2^64).
+func.func @batch_overflow(%q: tensor<4294967296x4294967296x8x64xf32>,
+                          %k: tensor<4294967296x4294967296x8x64xf32>,
+                          %v: tensor<4294967296x4294967296x8x64xf32>)
+    -> tensor<4294967296x4294967296x8x64xf32> {
+  // expected-error @below {{expected the product of the batch dims to fit in 64 bits (at most 2^63 - 1)}}
+  %o = fa.attention %q, %k, %v
+      : tensor<4294967296x4294967296x8x64xf32>, tensor<4294967296x4294967296x8x64xf32>,
+        tensor<4294967296x4294967296x8x64xf32> -> tensor<4294967296x4294967296x8x64xf32>
+  return %o : tensor<4294967296x4294967296x8x64xf32>
+}
+
+// -----
+
+func.func @batch_overflow_backward(
+    %q: tensor<4294967296x4294967296x8x64xf32>, %k: tensor<4294967296x4294967296x8x64xf32>,
+    %v: tensor<4294967296x4294967296x8x64xf32>, %o: tensor<4294967296x4294967296x8x64xf32>,
+    %do: tensor<4294967296x4294967296x8x64xf32>, %lse: tensor<4294967296x4294967296x8xf32>)
+    -> tensor<4294967296x4294967296x8x64xf32> {
+  // expected-error @below {{expected the product of the batch dims to fit in 64 bits (at most 2^63 - 1)}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse
+      : tensor<4294967296x4294967296x8x64xf32>, tensor<4294967296x4294967296x8x64xf32>,
+        tensor<4294967296x4294967296x8x64xf32>, tensor<4294967296x4294967296x8x64xf32>,
+        tensor<4294967296x4294967296x8x64xf32>, tensor<4294967296x4294967296x8xf32>
+     -> tensor<4294967296x4294967296x8x64xf32>, tensor<4294967296x4294967296x8x64xf32>,
+        tensor<4294967296x4294967296x8x64xf32>
+  return %dq : tensor<4294967296x4294967296x8x64xf32>
 }

@@ -12,11 +12,11 @@
 // ROWS: error: 'fa.attention' op the tensor-core kernel expects block-m to be a multiple of 16 x num-warps = 32 of at most 64 x num-warps = 128 (16 to 64 query rows per warp), got block-m = 160
 // BLOCKN: error: 'fa.attention' op the tensor-core kernel expects block-n to be a multiple of 16, got 24
 // WARPS: error: 'fa.attention' op expected num-warps in [1, 16], or 0 for the default of the head dim, got 17
-// SMEM: error: 'fa.attention' op the tensor-core kernel's tiles (block-m = 1024, block-n = 512) take 557056 bytes of workgroup memory, over the 166912 bytes a block may use (max-shared-bytes, set by the chip)
+// SMEM: error: 'fa.attention' op the tensor-core kernel's tiles (block-m = 1024, block-n = 512) take 557056 bytes of workgroup memory, over the 166912 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 // The limit follows the chip: 8 warps x 32 rows and 128-key tiles (D 128:
 // 139264 bytes) fit sm_90a's 232448 (mma.sync kernel: wgmma=false) but not
 // sm_86's 101376.
-// CHIP86: error: 'fa.attention' op the tensor-core kernel's tiles (block-m = 256, block-n = 128) take 139264 bytes of workgroup memory, over the 101376 bytes a block may use (max-shared-bytes, set by the chip)
+// CHIP86: error: 'fa.attention' op the tensor-core kernel's tiles (block-m = 256, block-n = 128) take 139264 bytes of workgroup memory, over the 101376 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 // CHIP90-NOT: error
 
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,

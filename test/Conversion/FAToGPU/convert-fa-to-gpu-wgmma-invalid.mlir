@@ -21,7 +21,7 @@
 // SPLIT: error: 'fa.attention' op the wgmma kernel expects the 8-row x 32-column groups of a K/V tile (block-n = 64, head dims 128 and 128) to split evenly over num-warps = 12
 // NODEFAULT: error: 'fa.attention' op the wgmma kernel has no default block-n (128, 64 or 32) whose K/V tile splits evenly over num-warps = 12 (head dims 128 and 128); give block-n
 // REGS: error: 'fa.attention' op the wgmma kernel's accumulators (block-n = 256, Dv = 128: 256 registers per thread) do not fit the 112 a thread of a 512-thread block can give them; use a smaller block-n or fewer warps
-// SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, two K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes, set by the chip)
+// SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, two K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
              %v: tensor<2x?x128xbf16>) -> tensor<2x?x128xbf16> {
