@@ -2,8 +2,9 @@
 # The main job on the bundled example (or the file given as $1):
 #  1. compiles it to PTX + manifest with fa-opt --fa-to-ptx,
 #  2. validates the PTX with ptxas -arch=sm_90a (when CUDA is installed),
-#  3. runs the CPU pipeline (fa-to-cpu) on fresh random inputs and prints
-#     its error against a float64 reference,
+#  3. runs the CPU pipeline (fa-to-cpu) on fresh random inputs of the
+#     example's configuration (dynamic dims: batch 2, Tq 77, Tk 93) and
+#     prints its error against a float64 reference,
 #  4. runs the kernel on the GPU with fa-run when a GPU is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."

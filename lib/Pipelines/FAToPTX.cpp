@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <cstdlib>
 
@@ -29,12 +30,23 @@ using namespace mlir;
 /// The CUDA toolkit whose libdevice the kernels link (math.exp and math.log
 /// lower to libdevice calls): the option, else $CUDA_ROOT, $CUDA_HOME,
 /// $CUDA_PATH, else the toolkit found when fa-opt was configured.
-static std::string resolveCudaPath(StringRef option) {
-  if (!option.empty())
+/// `source`, when given, receives where the path came from.
+static std::string resolveCudaPath(StringRef option,
+                                   std::string *source = nullptr) {
+  auto from = [&](StringRef what) {
+    if (source)
+      *source = what.str();
+  };
+  if (!option.empty()) {
+    from("cuda-path");
     return option.str();
+  }
   for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
-    if (const char *value = std::getenv(var); value && *value)
+    if (const char *value = std::getenv(var); value && *value) {
+      from(std::string("$") + var);
       return value;
+    }
+  from("the toolkit found when fa-opt was configured");
   return FA_DEFAULT_CUDA_PATH;
 }
 
@@ -109,6 +121,14 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       message += " " + f.str();
     return message;
   }
+  // Checked here rather than by gpu-module-to-binary, which would report it
+  // with the whole lowered module attached.
+  std::string source;
+  std::string cudaPath = resolveCudaPath(options.cudaPath, &source);
+  if (!cudaPath.empty() && !llvm::sys::fs::is_directory(cudaPath))
+    return "fa-to-ptx: the CUDA toolkit folder '" + cudaPath + "' (from " +
+           source + ") does not exist; give cuda-path=<toolkit>, the folder "
+           "holding nvvm/libdevice/libdevice.10.bc";
   return "";
 }
 
@@ -123,6 +143,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.blockN = options.blockN;
   kernel.deterministic = options.deterministic;
   kernel.numWarps = options.numWarps;
+  kernel.stages = options.stages;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
   kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
   // wgmma exists only on the architecture-specific sm_90a target.

@@ -153,6 +153,14 @@ def _compile(args, sub) -> int:
         except OSError as err:
             return _fail(f"{config.short_name()}: {err}")
         bwd = "backward" if art.entry.get("backward") else "no backward"
+        if not args.no_backward and art.backward_error:
+            # The forward is usable (inference); training would raise
+            # NotImplementedError later: say why now.
+            why = art.backward_error.strip().splitlines()
+            print(f"{PROG} compile: warning: "
+                  f"{config.short_name()}: no backward kernels: "
+                  f"{why[-1].strip() if why else 'fa-opt failed'}",
+                  file=sys.stderr)
         print(f"{config.short_name():28s} scale {config.scale:.6g}  "
               f"{art.entry['forward'][0]}, {bwd}  -> {where}")
     return 0

@@ -115,6 +115,25 @@ def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root)
     assert rc == 0 and "bf16_d64_none scale 1e-05" in out
 
 
+def test_compile_warns_when_the_backward_fails(capsys, tmp_path, fa_opt_tool,
+                                               cache_root):
+    """A backward fa-opt cannot compile (block-n 256: the wgmma backward's
+    dq tile does not fit the registers) leaves a usable forward: exit 0,
+    with a warning that quotes fa-opt's error."""
+    rc, out, err = _run_main(capsys, ["compile", "--block-n", "256",
+                                      "--out", str(tmp_path / "k")])
+    assert rc == 0 and "no backward" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(
+        "python -m fa_opt compile: warning: bf16_d64_none: no backward "
+        "kernels: ")
+    assert "registers per thread" in lines[0]
+    rc, out, err = _run_main(capsys, ["compile", "--block-n", "256",
+                                      "--no-backward"])
+    assert rc == 0 and err == ""
+
+
 def test_module_entry_point_has_no_traceback():
     """The real ``python -m fa_opt`` process, torch unimportable."""
     code = ("import sys, runpy; sys.modules['torch'] = None; "

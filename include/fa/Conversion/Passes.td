@@ -96,7 +96,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     softmax of S_j runs while P_{j-1} V_{j-1} is on the tensor cores. Q, K
     and V tiles arrive by cp.async (through L1) in wgmma's canonical
     no-swizzle layout (columns of 8 x 16-byte core matrices, padded by 64
-    bytes), three K/V stages when they fit in `max-shared-bytes`, else two.
+    bytes), three K/V stages when they fit in `max-shared-bytes`, else two
+    (`stages` fixes the count).
     Default block-n: 128 for D 128, else 64 (the next of 64 and 32 when the
     tile does not split over the warps, its accumulators do not fit the
     registers or its stages do not fit). Errors on the op: num-warps other
@@ -105,8 +106,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     whose 8-row x 32-column groups do not split evenly over the warps;
     accumulators (block-n / 2 + Dv / 2 + block-n / 4 registers) over the
     per-thread register budget of the block; tiles over `max-shared-bytes`
-    even with two stages; and, for every tensor-core kernel, |scale| over
-    2.35e38 (scale * log2(e) must be a finite f32).
+    even with two stages (with `stages`: that many); and, for every
+    tensor-core kernel, |scale| over 2.35e38 (scale * log2(e) must be a
+    finite f32).
 
     Preconditions and limits (each reported as an error on the op): no
     `mask` operand; static head dims D and Dv; `block-m` in [1, 1024] (0:
@@ -115,9 +117,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     16, and the tiles within `max-shared-bytes` (fa-to-ptx sets it from the
     chip). `num-warps` in [1, 16]. Two ops whose kernel names coincide
     (function names that differ only in characters that become '_') are an
-    error. The default block shapes assemble without register spills
-    (test/Pipelines/fa-to-ptx-tensor-cores-ptxas.mlir); other shapes may
-    spill (ptxas -v tells), which costs speed, not correctness.
+    error. The default block shapes of head dims 64 and 128 (and, on
+    sm_90a, of every D and Dv in {32, 64, 128}) assemble without register
+    spills with dynamic seqlens (test/Pipelines/fa-to-ptx-tensor-cores-ptxas.mlir
+    checks the usual ones); other head dims (e.g. 224 and 240: 8 to 72
+    bytes), explicit shapes and some static seqlens (e.g. D 128 with
+    Dv 32) may spill (ptxas -v tells), which costs speed, not correctness.
 
     Every `fa.attention_backward` becomes one `gpu.module
     @<func>_attention_backward_<n>` holding three kernels, launched in this
@@ -177,7 +182,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     workgroup memory, and loop over tiles of the other side: `_dkdv` over
     block-m queries (default 64, 32 where 64 does not fit the registers:
     D 128), `_dq` over block-n keys (default 128, 64 or 32, the first that
-    fits); three stages of loop tiles when they fit, else two, and in
+    fits); three stages of loop tiles when they fit, else two (`stages`
+    fixes the count), and in
     `_dkdv` the tiles' lse and delta in workgroup memory. Each iteration
     issues S and dP back to back with the previous tile's last product
     (dK += dS^T Q_{i-1} between them in `_dkdv`, dQ += dS K_{j-1} after
@@ -223,6 +229,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "Tensor-core kernels: the workgroup memory one block may use, in "
            "bytes (the chip's opt-in limit: 166912 on sm_80/sm_87, 101376 on "
            "sm_86/sm_89, 232448 on sm_90; fa-to-ptx sets it from `chip`)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "wgmma kernels: stages of loop tiles in workgroup memory (K/V in "
+           "the forward; Q/dO or K/V in the backward), 2 or 3; 0: 3 when "
+           "they fit in max-shared-bytes, else 2">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

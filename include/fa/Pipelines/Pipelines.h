@@ -80,6 +80,11 @@ struct FAToPTXPipelineOptions
                      "(mma.sync: 4; wgmma: 8, i.e. two warpgroups; wgmma "
                      "takes 4, 8, 12 or 16)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("wgmma kernels (sm_90a): stages of loop tiles in "
+                     "workgroup memory, 2 or 3; 0: 3 when they fit, else 2"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
       llvm::cl::desc("fa.attention_backward: dq from its own kernel over "

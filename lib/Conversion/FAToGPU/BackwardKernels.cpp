@@ -236,10 +236,14 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
       }
     }
     bool found = false;
-    int64_t bytes = 0, lastTile = 0;
+    int64_t bytes = 0, lastTile = 0, lastStages = 0;
+    SmallVector<int64_t, 2> stageCounts = {3, 2};
+    if (options.stages)
+      stageCounts = {options.stages};
     for (int64_t tile : tiles) {
       lastTile = tile;
-      for (int64_t stages : {3, 2}) {
+      for (int64_t stages : stageCounts) {
+        lastStages = stages;
         gpukernel::WgmmaBackwardShape shape = shapeOf(dkdv, tile, stages);
         bytes = gpukernel::wgmmaBackwardLayout(shape).bytes;
         if (bytes <= options.maxSharedBytes) {
@@ -253,7 +257,8 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     }
     if (!found) {
       os << "the wgmma backward's " << (dkdv ? "dk/dv" : "dq") << " tiles ("
-         << 16 * warps << " own rows, two stages of " << lastTile
+         << 16 * warps << " own rows, " << lastStages << " stages of "
+         << lastTile
          << "-row tiles) take " << bytes
          << " bytes of workgroup memory, over the " << options.maxSharedBytes
          << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
@@ -273,8 +278,8 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
 
 /// The sm_90a wgmma backward (default 8 warps) for `bs`. Where none of its
 /// defaults fit (e.g. D = 32 with Dv = 128) and no tile or warp option was
-/// given, falls back to the mma.sync kernels; with options the kernels
-/// cannot take, fails with an op error that says why.
+/// given, falls back to the mma.sync kernels (which ignore `stages`); with
+/// options the kernels cannot take, fails with an op error that says why.
 static FailureOr<BackwardShape>
 getWgmmaBackwardShape(AttentionBackwardOp op,
                       const AttentionKernelOptions &options,

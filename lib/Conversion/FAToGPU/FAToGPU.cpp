@@ -113,11 +113,18 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   if (options.blockM && !options.numWarps)
     warps = options.blockM / 16;
   int64_t blockM = options.blockM ? options.blockM : 16 * warps;
-  if (warps % 4 != 0 || warps > 16 || blockM != 16 * warps)
-    return op.emitOpError("the wgmma kernel expects one to four warpgroups "
-                          "of 64 query rows: num-warps 4, 8, 12 or 16 and "
-                          "block-m = 16 x num-warps, got num-warps = ")
-           << warps << " and block-m = " << blockM;
+  if (warps % 4 != 0 || warps > 16 || blockM != 16 * warps) {
+    InFlightDiagnostic diag =
+        op.emitOpError("the wgmma kernel expects one to four warpgroups of "
+                       "64 query rows: num-warps 4, 8, 12 or 16 and block-m "
+                       "= 16 x num-warps, got ");
+    if (options.numWarps)
+      diag << "num-warps = " << warps << " and block-m = " << blockM;
+    else
+      diag << "block-m = " << blockM << " (num-warps not given: block-m / "
+           << "16 = " << warps << ")";
+    return diag;
+  }
   // Per-thread registers of one block (65536 per multiprocessor, at most
   // 255 per thread), of which the S and O accumulators (block_n / 2 and
   // Dv / 2) and the P operands (block_n / 4) must leave some 16 for
@@ -172,9 +179,12 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
   int64_t sharedBytes = 0;
+  SmallVector<int64_t, 2> stageCounts = {3, 2};
+  if (options.stages)
+    stageCounts = {options.stages};
   for (int64_t blockN : blockNs) {
     ks.blockN = blockN;
-    for (int64_t stages : {3, 2}) {
+    for (int64_t stages : stageCounts) {
       ks.wgmmaStages = stages;
       sharedBytes = gpukernel::tensorCoreSharedLayout(
                         getTensorCoreForwardShape(ks))
@@ -184,7 +194,8 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     }
   }
   return op.emitOpError("the wgmma kernel's tiles (block-m = ")
-         << blockM << ", block-n = " << ks.blockN << ", two K/V stages) take "
+         << blockM << ", block-n = " << ks.blockN << ", "
+         << ks.wgmmaStages << " K/V stages) take "
          << sharedBytes << " bytes of workgroup memory, over the "
          << options.maxSharedBytes
          << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
@@ -746,10 +757,19 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.wgmma = wgmma;
     options.numWarps = numWarps;
     options.maxSharedBytes = maxSharedBytes;
+    options.stages = stages;
+    // Option errors at the module's location, not on the module: no dump
+    // of the whole module after the message.
+    if (options.stages != 0 && options.stages != 2 && options.stages != 3) {
+      emitError(module.getLoc(), "convert-fa-to-gpu: expected stages 2 or "
+                                 "3, or 0 for the default, got ")
+          << options.stages;
+      return signalPassFailure();
+    }
     if (options.maxSharedBytes < 1) {
-      module.emitError("convert-fa-to-gpu: expected a positive "
-                       "max-shared-bytes (bytes of workgroup memory per "
-                       "block), got ")
+      emitError(module.getLoc(), "convert-fa-to-gpu: expected a positive "
+                                 "max-shared-bytes (bytes of workgroup "
+                                 "memory per block), got ")
           << options.maxSharedBytes;
       return signalPassFailure();
     }

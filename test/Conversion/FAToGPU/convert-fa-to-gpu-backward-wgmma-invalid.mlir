@@ -8,6 +8,12 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-n=256" 2>&1 | FileCheck %s --check-prefix=DQREGS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=16" 2>&1 | FileCheck %s --check-prefix=NODEFAULT
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=8 max-shared-bytes=65536" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=8 stages=3 max-shared-bytes=90000" 2>&1 | FileCheck %s --check-prefix=STAGES3
+// STAGES3: error: 'fa.attention_backward' op the wgmma backward's dk/dv tiles (128 own rows, 3 stages of 32-row tiles) take
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 stages=4" 2>&1 | FileCheck %s --check-prefix=STAGES4
+// RUN: not fa-opt %s --fa-to-ptx="stages=1" 2>&1 | FileCheck %s --check-prefix=STAGES1
+// STAGES4: error: convert-fa-to-gpu: expected stages 2 or 3, or 0 for the default, got 4
+// STAGES1: error: convert-fa-to-gpu: expected stages 2 or 3, or 0 for the default, got 1
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // The tensor-core kernels fold scale * log2(e) into one f32.
@@ -21,7 +27,7 @@
 // REGS: error: 'fa.attention_backward' op the wgmma backward's dk/dv accumulators (block-m (queries per dk/dv tile) = 128: 448 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
 // DQREGS: error: 'fa.attention_backward' op the wgmma backward's dq accumulators (block-n (keys per dq tile) = 256: 464 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
 // NODEFAULT: error: 'fa.attention_backward' op the wgmma backward has no default block-m (queries per dk/dv tile) (64 or 32) whose tiles split evenly over num-warps = 16 and fit the registers (head dims 128 and 128); give one (wgmma=false selects the mma.sync kernels)
-// SMEM: error: 'fa.attention_backward' op the wgmma backward's dk/dv tiles (128 own rows, two stages of 32-row tiles) take 104960 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
+// SMEM: error: 'fa.attention_backward' op the wgmma backward's dk/dv tiles (128 own rows, 2 stages of 32-row tiles) take 104960 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
              %v: tensor<2x?x128xbf16>, %o: tensor<2x?x128xbf16>,
              %do: tensor<2x?x128xbf16>, %lse: tensor<2x?xf32>)

@@ -3,6 +3,10 @@
 // (own queries, loop over key tiles).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1" | FileCheck %s --check-prefix=MMA
+// stages=2: two stages of loop tiles in both kernels (defaults: three).
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 stages=2" | FileCheck %s --check-prefix=STAGES2
+// STAGES2: kernel = "bf16_d64_attention_backward_0_dkdv", {{.+}}, shared_bytes = 69632 : i64
+// STAGES2: kernel = "bf16_d64_attention_backward_0_dq", {{.+}}, shared_bytes = 101376 : i64
 
 // bf16, D = 64, causal. Defaults: 8 warps (two warpgroups of 64 own rows);
 // _dkdv query tiles of 64 (block_m), _dq key tiles of 128 (block_n), three

@@ -15,13 +15,13 @@
 
 // WARPS: :[[@LINE+12]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
 // BLOCKM: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64
-// DERIVED: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 32 and block-m = 512
+// DERIVED: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got block-m = 512 (num-warps not given: block-m / 16 = 32)
 // BLOCKN: error: 'fa.attention' op the wgmma kernel expects block-n to be a multiple of 16 of at most 256, got 24
 // BLOCKN272: error: 'fa.attention' op the wgmma kernel expects block-n to be a multiple of 16 of at most 256, got 272
 // SPLIT: error: 'fa.attention' op the wgmma kernel expects the 8-row x 32-column groups of a K/V tile (block-n = 64, head dims 128 and 128) to split evenly over num-warps = 12
 // NODEFAULT: error: 'fa.attention' op the wgmma kernel has no default block-n (128, 64 or 32) whose K/V tile splits evenly over num-warps = 12 (head dims 128 and 128); give block-n
 // REGS: error: 'fa.attention' op the wgmma kernel's accumulators (block-n = 256, Dv = 128: 256 registers per thread) do not fit the 112 a thread of a 512-thread block can give them; use a smaller block-n or fewer warps
-// SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, two K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
+// SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, 2 K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
              %v: tensor<2x?x128xbf16>) -> tensor<2x?x128xbf16> {

@@ -2,6 +2,10 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" | FileCheck %s
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1" | FileCheck %s --check-prefix=MMA
+// stages=3 on sm_90a: block_n 128 with three stages does not fit, so 64.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 stages=3" | FileCheck %s --check-prefix=STAGES3
+// STAGES3: block_m = 128 : i64, block_n = 64 : i64
+// STAGES3-SAME: shared_bytes = 138240 : i64, threads = 256 : i64}
 
 // Causal bf16, D = 128. Defaults: 8 warps (two warpgroups of 64 rows),
 // block_m 128; block_n 128 where two K/V stages fit (sm_90a's 232448

@@ -233,6 +233,22 @@ func.func @zero_head_dim(%q: tensor<2x4x0xf32>, %k: tensor<2x4x0xf32>, %v: tenso
 
 // -----
 
+func.func @zero_head_dim_v(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x0xf32>) -> tensor<2x4x0xf32> {
+  // expected-error @+1 {{'fa.attention' op expected a positive head_dim_v (the last dim of v), got 0}}
+  %o = fa.attention %q, %k, %v : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x0xf32> -> tensor<2x4x0xf32>
+  return %o : tensor<2x4x0xf32>
+}
+
+// -----
+
+func.func @zero_head_dim_v_backward(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x0xf32>, %o: tensor<2x4x0xf32>, %do: tensor<2x4x0xf32>, %lse: tensor<2x4xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'fa.attention_backward' op expected a positive head_dim_v (the last dim of v), got 0}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x0xf32>, tensor<2x4x0xf32>, tensor<2x4x0xf32>, tensor<2x4xf32> -> tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x0xf32>
+  return %dq : tensor<2x4x8xf32>
+}
+
+// -----
+
 func.func @scale_overflows_f32(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32> {
   // expected-error @+1 {{'fa.attention' op expected a scale representable in f32 (about 1.4e-45 to 3.4e+38), got 1.000000e+39}}
   %o = fa.attention %q, %k, %v scale(1.0e39) : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>

@@ -292,21 +292,39 @@ def matrix(name):
     return cfgs
 
 
+# Sizes --like gives the dynamic dims of a file: batch dims, Tq, Tk
+# (ragged: neither a multiple of the other nor of a block size).
+LIKE_DYNAMIC = dict(batch=2, tq=77, tk=93)
+
+
 def config_like(path, blocks):
-    """The configuration of the first fa.attention of an MLIR file with
-    static shapes: batch dims are flattened."""
+    """The configuration of the first fa.attention of an MLIR file: dtype,
+    head dims, causal kind and scale as there, batch dims flattened; dynamic
+    batch dims and seqlens take the sizes of LIKE_DYNAMIC (head dims must be
+    static)."""
     try:
         text = open(path).read()
     except OSError as e:
         raise SystemExit("error: cannot read '%s': %s" % (path, e.strerror))
-    m = re.search(r"fa\.attention\b[^:]*:\s*tensor<([0-9x]+)x(f16|bf16|f32)>,"
-                  r"\s*tensor<([0-9x]+)x\w+>,\s*tensor<([0-9x]+)x\w+>", text)
+    m = re.search(r"fa\.attention\b[^:]*:\s*tensor<([0-9?x]+)x(f16|bf16|f32)>,"
+                  r"\s*tensor<([0-9?x]+)x\w+>,\s*tensor<([0-9?x]+)x\w+>", text)
     if not m:
-        raise SystemExit("error: no fa.attention with static shapes in '%s'"
+        raise SystemExit("error: no fa.attention on ranked tensors in '%s'"
                          % path)
-    qs = [int(x) for x in m.group(1).split("x")]
-    ks = [int(x) for x in m.group(3).split("x")]
-    vs = [int(x) for x in m.group(4).split("x")]
+
+    def dims(group, seqlen):
+        out = group.split("x")
+        if "?" in out[-1]:
+            raise SystemExit("error: the head dims of the fa.attention in "
+                             "'%s' must be static" % path)
+        sizes = [LIKE_DYNAMIC["batch"] if x == "?" else int(x)
+                 for x in out[:-2]]
+        sizes.append(LIKE_DYNAMIC[seqlen] if out[-2] == "?" else int(out[-2]))
+        return sizes + [int(out[-1])]
+
+    qs = dims(m.group(1), "tq")
+    ks = dims(m.group(3), "tk")
+    vs = dims(m.group(4), "tk")
     cfg = dict(shape=(int(np.prod(qs[:-2])), qs[-2], ks[-2], qs[-1], vs[-1]),
                blocks=blocks, dtype=m.group(2))
     head = text[m.start():m.end()]

@@ -56,6 +56,10 @@ struct AttentionKernelOptions {
   /// Workgroup memory one block of the tensor-core kernels may use, in
   /// bytes (the target chip's per-block opt-in limit; sm_80: 166912).
   int64_t maxSharedBytes = 166912;
+  /// wgmma kernels: stages of loop tiles (K/V in the forward, Q/dO or K/V
+  /// in the backward) in workgroup memory, 2 or 3; 0: 3 when they fit in
+  /// maxSharedBytes, else 2.
+  int64_t stages = 0;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.

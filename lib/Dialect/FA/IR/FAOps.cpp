@@ -107,6 +107,10 @@ static LogicalResult verifyQKV(Operation *op, RankedTensorType qTy,
   // A head dim of 0 leaves nothing to attend with (every score 0).
   if (qs[nb + 1] == 0)
     return op->emitOpError("expected a positive head_dim, got 0");
+  // Nor is there an output row to write with a value head dim of 0.
+  if (vs[nb + 1] == 0)
+    return op->emitOpError("expected a positive head_dim_v (the last dim "
+                           "of v), got 0");
   return success();
 }
 

@@ -104,8 +104,9 @@ def FA_AttentionOp : FA_Op<"attention", [Pure]> {
     that are both static. Dims that the contract ties together (batch dims,
     q's and k's head_dim, k's and v's seqlen) but that are dynamic are not
     checked at run time by the lowerings: a mismatch there is undefined
-    behaviour, as for a mismatched `linalg.matmul`. The static head_dim must
-    be positive, and `scale` must be representable in f32.
+    behaviour, as for a mismatched `linalg.matmul`. Static head
+    dims (head_dim of q/k, head_dim_v of v) must be positive, and `scale`
+    must be representable in f32.
 
     Example:
 
@@ -212,8 +213,9 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [Pure]> {
     that are both static. Dims that the contract ties together (batch dims,
     q's and k's head_dim, k's and v's seqlen) but that are dynamic are not
     checked at run time by the lowerings: a mismatch there is undefined
-    behaviour, as for a mismatched `linalg.matmul`. The static head_dim must
-    be positive, and `scale` must be representable in f32.
+    behaviour, as for a mismatched `linalg.matmul`. Static head
+    dims (head_dim of q/k, head_dim_v of v) must be positive, and `scale`
+    must be representable in f32.
 
     Example:
 
