@@ -170,7 +170,8 @@ def _list(args, sub) -> int:
     from .runtime import Registry
     for d in args.dirs:
         if not os.path.isdir(d):
-            sub.error(f"no such directory '{d}'")
+            sub.error(f"not a directory: '{d}'" if os.path.exists(d)
+                      else f"no such directory '{d}'")
     reg = Registry()
     for d in args.dirs:
         reg.add_kernel_dir(d)
@@ -187,6 +188,13 @@ def _list(args, sub) -> int:
         else:
             print(f"{item.path}: {item.dtype} d{item.head_dim} {item.causal} "
                   f"chip {item.chip}")
+    for m in reg.backward_manifests:
+        print(f"{m.path}: backward {m.dtype} d{m.head_dim} {m.causal} "
+              f"chip {m.chip}")
+    # Unreadable manifests are left out of the lookup; say which and why.
+    for path, why in reg.skipped:
+        line = " ".join(why.split("\n", 1)[0].split())
+        print(f"{PROG} list: warning: skipped {path}: {line}", file=sys.stderr)
     return 0
 
 

@@ -5,6 +5,7 @@ unknown keys ignored, ``?`` for a dynamic dim.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -166,11 +167,36 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
         threads=integer("threads"), shared_bytes=integer("shared_bytes", 0),
         params=list(values["params"]), grid=(grid[0], grid[1], grid[2]),
         extra={k: v for k, v in values.items() if k not in known})
+    _check_ranges(manifest, path)
+    if manifest.block_m < 1:
+        raise ManifestError(f"{where('block_m')}: expected a positive integer "
+                            f"for 'block_m', got {manifest.block_m}")
     if manifest.has_lse != ("lse" in manifest.params):
         raise ManifestError(f"{where('params')}: has_lse {int(manifest.has_lse)} "
                             f"but params are {' '.join(manifest.params)}")
     compile_grid(manifest.grid, manifest)  # reject bad expressions early
     return manifest
+
+
+def _check_ranges(m: Manifest, where: str) -> None:
+    """The value ranges the C++ runtime enforces (runtime/lib/Manifest.cpp):
+    positive head dims and threads (at most 1024), non-negative block and
+    workgroup-memory sizes, a finite scale."""
+    for key in ("head_dim", "head_dim_v", "threads"):
+        if getattr(m, key) < 1:
+            raise ManifestError(f"{where}: expected a positive integer for "
+                                f"'{key}', got {getattr(m, key)}")
+    if m.threads > 1024:
+        raise ManifestError(f"{where}: expected at most 1024 threads, got "
+                            f"{m.threads}")
+    for key in ("block_m", "block_n", "shared_bytes"):
+        value = getattr(m, key)
+        if value is not None and value < 0:
+            raise ManifestError(f"{where}: expected a non-negative integer "
+                                f"for '{key}', got {value}")
+    if m.scale is not None and not math.isfinite(m.scale):
+        raise ManifestError(f"{where}: expected a finite number for 'scale', "
+                            f"got {m.scale}")
 
 
 def read_manifest(path: str) -> Manifest:
@@ -321,6 +347,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                 params=list(sec["params"]), grid=tuple(sec["grid"]))
         except ValueError:
             raise ManifestError(f"{path}: kernel {name}: malformed number")
+        _check_ranges(m, f"{path}: kernel {name}")
         compile_grid(m.grid, m)
         kernels.append(m)
     return BackwardManifest(

@@ -122,6 +122,10 @@ class Registry:
         self._dirs: List[str] = []
         self._env_read = False
         self._index: Optional[List[Tuple[str, object]]] = None
+        # Of the last index build, for `python -m fa_opt list`: manifests
+        # that could not be read, (path, reason), and the backward ones.
+        self.skipped: List[Tuple[str, str]] = []
+        self.backward_manifests: List[object] = []
         self._memo: Dict[tuple, List[KernelSet]] = {}
         self.shape_policy = "dynamic"
         self.options: Optional[CompileOptions] = None  # None: chip of device
@@ -147,6 +151,7 @@ class Registry:
     def _build_index(self) -> List[Tuple[str, object]]:
         """Entries: ("artifact", Artifact) or ("manifest", Manifest)."""
         index: List[Tuple[str, object]] = []
+        self.skipped, self.backward_manifests = [], []
         for root in self.kernel_dirs():
             if not os.path.isdir(root):
                 continue
@@ -165,12 +170,17 @@ class Registry:
                     continue
                 for name in sorted(filenames):
                     if name.endswith(".manifest"):
+                        path = os.path.join(dirpath, name)
                         try:
-                            m = read_any_manifest(os.path.join(dirpath, name))
-                        except (OSError, ManifestError):
+                            m = read_any_manifest(path)
+                        except (OSError, ManifestError, ValueError) as err:
+                            # ValueError: not UTF-8 text, among others.
+                            self.skipped.append((path, str(err)))
                             continue
                         if isinstance(m, Manifest):
                             index.append(("manifest", m))
+                        else:
+                            self.backward_manifests.append(m)
         return index
 
     def _from_dirs(self, config: AttentionConfig, chip: str

@@ -106,6 +106,30 @@ def test_list_reports_each_missing_dir(capsys, tmp_path):
     assert (rc, out, err) == (0, "", "")
 
 
+def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
+    """Each manifest that cannot be read is named on one warning line (and
+    left out); the readable ones are listed; exit 0."""
+    from test_manifest import BACKWARD, DOC_EXAMPLE
+    (tmp_path / "good.manifest").write_text(DOC_EXAMPLE)
+    (tmp_path / "bwd.manifest").write_text(BACKWARD)
+    (tmp_path / "binary.manifest").write_bytes(b"\xff\xfe\x00garbage")
+    (tmp_path / "zero.manifest").write_text(
+        DOC_EXAMPLE.replace("block_m 64", "block_m 0"))
+    rc, out, err = _run_main(capsys, ["list", str(tmp_path)])
+    assert rc == 0
+    assert f"{tmp_path / 'good.manifest'}: bf16 d64 top_left chip sm_90a" in out
+    assert f"{tmp_path / 'bwd.manifest'}: backward bf16 d64 top_left" in out
+    warnings = err.strip().splitlines()
+    assert len(warnings) == 2, err
+    assert warnings[0].startswith(
+        f"python -m fa_opt list: warning: skipped {tmp_path / 'binary.manifest'}: ")
+    assert warnings[1].startswith(
+        f"python -m fa_opt list: warning: skipped {tmp_path / 'zero.manifest'}: ")
+    assert "block_m" in warnings[1]
+    rc, _, err = _run_main(capsys, ["list", str(tmp_path / "good.manifest")])
+    assert rc == 2 and "not a directory" in _error_line(err)
+
+
 def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root):
     out_dir = tmp_path / "kernels"
     rc, out, err = _run_main(capsys, ["compile", "--scale", "1e-5",

@@ -60,6 +60,13 @@ def test_unknown_keys_are_kept_not_fatal():
     (lambda t: t.replace("batch 1\n", "batch\n"), "expected 3 grid expressions"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,nope)"), "unknown name 'nope'"),
     (lambda t: t.replace("params q k v o lse", "params q k v o"), "has_lse 1 but params"),
+    # The value ranges of the C++ runtime.
+    (lambda t: t.replace("block_m 64", "block_m 0"), "positive integer for 'block_m', got 0"),
+    (lambda t: t.replace("head_dim 64", "head_dim -64"), "positive integer for 'head_dim', got -64"),
+    (lambda t: t.replace("head_dim_v 64", "head_dim_v 0"), "positive integer for 'head_dim_v', got 0"),
+    (lambda t: t.replace("threads 64", "threads 99999999999999999999"), "at most 1024 threads"),
+    (lambda t: t.replace("shared_bytes 0", "shared_bytes -1"), "non-negative integer for 'shared_bytes'"),
+    (lambda t: t.replace("scale 0.125 ", "scale nan "), "finite number for 'scale', got nan"),
 ])
 def test_malformed(edit, match):
     with pytest.raises(ManifestError, match=match):
@@ -131,5 +138,7 @@ def test_backward_manifest(tmp_path):
     assert isinstance(parse_any_manifest(DOC_EXAMPLE), type(delta))
     with pytest.raises(ManifestError, match="duplicate key 'threads'"):
         parse_any_manifest(BACKWARD.replace("threads 64\n", "threads 64\nthreads 2\n"))
+    with pytest.raises(ManifestError, match="kernel bwd_attention_backward_0_delta: expected at most 1024 threads, got 2048"):
+        parse_any_manifest(BACKWARD.replace("threads 128\n", "threads 2048\n"))
     with pytest.raises(ManifestError, match="no kernel section"):
         parse_any_manifest(BACKWARD[:BACKWARD.index("kernel ")])
