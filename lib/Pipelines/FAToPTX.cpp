@@ -121,6 +121,13 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       message += " " + f.str();
     return message;
   }
+  // wgmma asked for by name on a chip without it: an error, not a silent
+  // mma.sync kernel (the default, wgmma=true, applies to sm_90a only).
+  if (options.wgmma.getNumOccurrences() > 0 && options.wgmma &&
+      chip != "sm_90a")
+    return "fa-to-ptx: wgmma=true needs chip=sm_90a (wgmma exists only on "
+           "the architecture-specific Hopper target), got chip=" +
+           chip;
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;

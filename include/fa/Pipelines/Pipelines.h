@@ -71,7 +71,8 @@ struct FAToPTXPipelineOptions
       llvm::cl::desc("On sm_90a, the warpgroup-MMA (wgmma) forward and "
                      "backward kernels for f16/bf16 attention with head "
                      "dims (D and Dv) 32, 64 or 128 (convert-fa-to-gpu); "
-                     "false: the mma.sync kernels"),
+                     "false: the mma.sync kernels; given as true with "
+                     "another chip: an error"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",

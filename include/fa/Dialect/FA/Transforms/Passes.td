@@ -186,9 +186,11 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
     finite positive constants and masks of the forms above. Rows that the
     original masks completely (NaN there, from 0/0) give 0 in fa.attention.
 
-    With `explain=true`, every product that consumes an exp or softmax
-    result but is not raised gets a remark naming the condition that
-    failed.
+    With `explain=true`, every product of the forms above (a zero-filled
+    init included) that consumes an exp (`math.exp`, `tosa.exp`) or
+    softmax result but is not raised gets a remark naming the condition
+    that failed; a product of another form (say, an init of 1.0) or over
+    `math.exp2` gets none.
   }];
   let options = [
     Option<"explain", "explain", "bool", /*default=*/"false",
