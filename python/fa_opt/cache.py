@@ -57,9 +57,19 @@ def lookup(key: str, root: Optional[str] = None) -> Optional[dict]:
 
 def new_staging_dir(root: Optional[str] = None) -> str:
     """A fresh folder next to the entries (same file system: rename works)."""
+    given = root
     root = root or cache_dir()
-    os.makedirs(root, exist_ok=True)
-    return tempfile.mkdtemp(prefix=".staging-", dir=root)
+    try:
+        os.makedirs(root, exist_ok=True)
+        return tempfile.mkdtemp(prefix=".staging-", dir=root)
+    except OSError as err:
+        # Name the folder and where it came from, not only the errno.
+        what = "the cache folder" if given else (
+            "the cache folder ($FA_OPT_CACHE_DIR)"
+            if os.environ.get("FA_OPT_CACHE_DIR") else
+            "the cache folder (~/.cache/fa_opt; set $FA_OPT_CACHE_DIR)")
+        raise OSError(err.errno, f"cannot write {what} '{root}': "
+                      f"{err.strerror or err}") from err
 
 
 def publish(staging: str, key: str, entry: dict,

@@ -1,5 +1,7 @@
 import os
 
+import pytest
+
 from fa_opt import __version__, cache
 from fa_opt.compiler import key_material, make_mlir
 from fa_opt.config import AttentionConfig, CompileOptions
@@ -72,3 +74,16 @@ def test_publish_is_atomic_and_first_writer_wins(tmp_path):
     assert cache.lookup("k", root) == {"who": "a"}
     assert open(os.path.join(root, "k", "x.ptx")).read() == "first"
     assert not os.path.exists(b)
+
+
+def test_unwritable_cache_folder_is_named(tmp_path, monkeypatch):
+    """An OSError from creating the cache folder names the folder and, when
+    it comes from the environment, $FA_OPT_CACHE_DIR."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("FA_OPT_CACHE_DIR", str(blocker / "cache"))
+    with pytest.raises(OSError, match=r"cannot write the cache folder "
+                       r"\(\$FA_OPT_CACHE_DIR\) '.*a_file/cache'"):
+        cache.new_staging_dir()
+    with pytest.raises(OSError, match=r"cannot write the cache folder '"):
+        cache.new_staging_dir(str(blocker / "other"))
