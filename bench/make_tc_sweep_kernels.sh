@@ -3,7 +3,8 @@
 # (default .dev/sweep): bf16 and f16, head dim 64 and 128, causal none and
 # top_left, on [?, ?, D] (dynamic batch and seqlens), for each (num-warps,
 # block-m, block-n) of the list below. Carry DIR to the device machine and
-# run bench/tc_sweep.sh there. Names: sw_<dtype>_d<D>_<causal>_w<W>_m<M>_n<N>.
+# run bench/tc_sweep.sh there. Names: sw_<dtype>_d<D>_<causal>_w<W>_m<M>_n<N>
+# (and _s<S> for a config "W,M,N,S" that fixes the wgmma stages to S).
 # BACKWARD=1: fa.attention_backward instead (names swb_...; block-m and
 # block-n as the backward's options read them).
 set -euo pipefail
@@ -20,11 +21,12 @@ for dt in $DTYPES; do
     configs=$CONFIGS_64; [ "$d" = 128 ] && configs=$CONFIGS_128
     for causal in none top_left; do
       for c in $configs; do
-        IFS=, read -r w m n <<<"$c"
-        name="sw_${dt}_d${d}_${causal}_w${w}_m${m}_n${n}"
+        IFS=, read -r w m n s <<<"$c"
+        suffix="w${w}_m${m}_n${n}${s:+_s$s}"
+        name="sw_${dt}_d${d}_${causal}_${suffix}"
         t="tensor<?x?x${d}x${dt}>"
         if [ -n "${BACKWARD:-}" ]; then
-          name="swb_${dt}_d${d}_${causal}_w${w}_m${m}_n${n}"
+          name="swb_${dt}_d${d}_${causal}_${suffix}"
           cat > ".dev/mlir/$name.mlir" <<MLIR
 func.func @$name(%q: $t, %k: $t, %v: $t, %o: $t, %do: $t, %lse: tensor<?x?xf32>) -> ($t, $t, $t) {
   %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal($causal) : $t, $t, $t, $t, $t, tensor<?x?xf32> -> $t, $t, $t
@@ -40,7 +42,7 @@ func.func @$name(%q: $t, %k: $t, %v: $t) -> ($t, tensor<?x?xf32>) {
 MLIR
         fi
         "$FA_OPT" ".dev/mlir/$name.mlir" \
-          --fa-to-ptx="chip=$CHIP output-dir=$DIR ${FA_TO_PTX_OPTS:-} num-warps=$w block-m=$m block-n=$n" -o /dev/null
+          --fa-to-ptx="chip=$CHIP output-dir=$DIR ${FA_TO_PTX_OPTS:-} num-warps=$w block-m=$m block-n=$n stages=${s:-0}" -o /dev/null
         ptxas -arch=sm_90a -v "$DIR/${name}"_attention*_0.ptx -o /dev/null 2>&1 \
           | grep -E "registers|spill" | tr '\n' ' ' | sed "s/^/$name: /"; echo
       done
