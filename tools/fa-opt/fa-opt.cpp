@@ -21,6 +21,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -31,6 +32,10 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <string>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -43,6 +48,88 @@ static void printErrors(llvm::StringRef message) {
     line.consume_front("fa-opt: ");
     llvm::errs() << "fa-opt: error: " << line.trim() << "\n";
   }
+}
+
+/// Runs `parse` with the process's stderr (fd 2) sent to a temporary file
+/// and returns what was written there.
+static std::string captureStderr(llvm::function_ref<void()> parse) {
+  llvm::errs().flush();
+  std::fflush(stderr);
+  FILE *tmp = std::tmpfile();
+  int saved = tmp ? dup(2) : -1;
+  if (saved < 0 || dup2(fileno(tmp), 2) < 0) {
+    // Cannot redirect: parse anyway, its messages go where they would.
+    if (saved >= 0)
+      close(saved);
+    if (tmp)
+      std::fclose(tmp);
+    parse();
+    return "";
+  }
+  parse();
+  llvm::errs().flush();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  std::rewind(tmp);
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), tmp))
+    text.append(buffer, n);
+  std::fclose(tmp);
+  return text;
+}
+
+/// Parses the options of every pass or pipeline given as `--name=options`
+/// once before MlirOptMain does: their parser (llvm::cl inside PassOptions)
+/// writes a bad value or an unknown option straight to stderr with no
+/// `error:` prefix. Prints such a complaint as `fa-opt: error:` lines and
+/// returns false.
+static bool checkPassOptions(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "--")
+      break;
+    if (!arg.consume_front("-"))
+      continue;
+    arg.consume_front("-");
+    if (!arg.contains('='))
+      continue;
+    auto [name, options] = arg.split('=');
+    const PassRegistryEntry *entry = PassPipelineInfo::lookup(name);
+    if (!entry)
+      entry = PassInfo::lookup(name);
+    if (!entry)
+      continue;
+    std::string handlerMessage;
+    LogicalResult result = success();
+    std::string captured = captureStderr([&] {
+      OpPassManager pm;
+      result = entry->addToPipeline(pm, options, [&](const llvm::Twine &msg) {
+        handlerMessage = msg.str();
+        return failure();
+      });
+    });
+    if (succeeded(result))
+      continue;
+    std::string message = captured;
+    if (!handlerMessage.empty())
+      message += "\n" + handlerMessage;
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(message).trim().split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      line = line.trim();
+      line.consume_front("fa-opt: ");
+      line.consume_front("<Pass-Options-Parser>: ");
+      if (!line.empty())
+        llvm::errs() << "fa-opt: error: --" << name << ": " << line << "\n";
+    }
+    if (lines.empty() || message.empty())
+      llvm::errs() << "fa-opt: error: --" << name
+                   << ": cannot parse its options '" << options << "'\n";
+    return false;
+  }
+  return true;
 }
 
 int main(int argc, char **argv) {
@@ -81,6 +168,9 @@ int main(int argc, char **argv) {
     printErrors(parseErrors);
     return 1;
   }
+
+  if (!checkPassOptions(argc, argv))
+    return 1;
 
   if (inputFilename != "-" && !llvm::sys::fs::exists(inputFilename)) {
     llvm::errs() << "fa-opt: error: cannot open input file '"
