@@ -18,6 +18,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <cstdlib>
 
@@ -132,10 +133,19 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
   // with the whole lowered module attached.
   std::string source;
   std::string cudaPath = resolveCudaPath(options.cudaPath, &source);
-  if (!cudaPath.empty() && !llvm::sys::fs::is_directory(cudaPath))
-    return "fa-to-ptx: the CUDA toolkit folder '" + cudaPath + "' (from " +
-           source + ") does not exist; give cuda-path=<toolkit>, the folder "
-           "holding nvvm/libdevice/libdevice.10.bc";
+  if (!cudaPath.empty()) {
+    llvm::SmallString<256> libdevice(cudaPath);
+    llvm::sys::path::append(libdevice, "nvvm", "libdevice",
+                            "libdevice.10.bc");
+    if (!llvm::sys::fs::is_regular_file(libdevice))
+      return "fa-to-ptx: the CUDA toolkit folder '" + cudaPath + "' (from " +
+             source +
+             (llvm::sys::fs::is_directory(cudaPath)
+                  ? ") has no nvvm/libdevice/libdevice.10.bc"
+                  : ") does not exist") +
+             "; give cuda-path=<toolkit>, the folder holding "
+             "nvvm/libdevice/libdevice.10.bc";
+  }
   return "";
 }
 

@@ -194,7 +194,9 @@ def _list(args, sub) -> int:
     # Unreadable manifests are left out of the lookup; say which and why.
     for path, why in reg.skipped:
         line = " ".join(why.split("\n", 1)[0].split())
-        print(f"{PROG} list: warning: skipped {path}: {line}", file=sys.stderr)
+        # Manifest errors start with the path (and a line number).
+        rest = line[len(path):] if line.startswith(path) else ": " + line
+        print(f"{PROG} list: warning: skipped {path}{rest}", file=sys.stderr)
     return 0
 
 

@@ -73,11 +73,23 @@ class Manifest:
                                o_dtype=self.o_dtype)
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _int(text) -> int:
+    """An integer as the C++ runtime reads one: ASCII digits (at most 18,
+    so it fits int64), optionally negative here so that range errors can
+    quote it; raises ValueError on anything else ('+1', '6_4', '١')."""
+    if not isinstance(text, str) or not _INTEGER.fullmatch(text):
+        raise ValueError(f"not an integer: {text!r}")
+    return int(text)
+
+
 def _dim(text: str, where: str) -> Optional[int]:
     if text == "?":
         return DYNAMIC
     try:
-        value = int(text)
+        value = _int(text)
     except ValueError:
         raise ManifestError(f"{where}: expected a dim (a number or ?), got '{text}'")
     if value < 0:
@@ -118,7 +130,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     def integer(key, default=None):
         text_value = one(key, None if default is None else str(default))
         try:
-            return int(text_value)
+            return _int(text_value)
         except ValueError:
             raise ManifestError(f"{where(key)}: expected an integer for '{key}', "
                                 f"got '{text_value}'")
@@ -314,10 +326,10 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
         batch = _dim(one(header, "batch", "?"), path)
         seqlen_q = _dim(one(header, "seqlen_q", "?"), path)
         seqlen_k = _dim(one(header, "seqlen_k", "?"), path)
-        head_dim, head_dim_v = int(one(header, "head_dim")), \
-            int(one(header, "head_dim_v"))
+        head_dim, head_dim_v = _int(one(header, "head_dim")), \
+            _int(one(header, "head_dim_v"))
         scale = float(one(header, "scale")) if "scale" in header else None
-        version = int(one(header, "version"))
+        version = _int(one(header, "version"))
     except (TypeError, ValueError):
         raise ManifestError(f"{path}: malformed header value")
     if version != 2:
@@ -340,10 +352,10 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                 causal=causal, scale=scale, batch=batch, batch_shape=[],
                 seqlen_q=seqlen_q, seqlen_k=seqlen_k, head_dim=head_dim,
                 head_dim_v=head_dim_v, has_lse="lse" in sec["params"],
-                block_m=int(one(sec, "block_m", 0)),
-                block_n=int(one(sec, "block_n", 0)) or None,
-                threads=int(one(sec, "threads")),
-                shared_bytes=int(one(sec, "shared_bytes", 0)),
+                block_m=_int(one(sec, "block_m", "0")),
+                block_n=_int(one(sec, "block_n", "0")) or None,
+                threads=_int(one(sec, "threads")),
+                shared_bytes=_int(one(sec, "shared_bytes", "0")),
                 params=list(sec["params"]), grid=tuple(sec["grid"]))
         except ValueError:
             raise ManifestError(f"{path}: kernel {name}: malformed number")
@@ -385,7 +397,7 @@ def read_any_manifest(path: str):
 # A grid entry is an integer, a size name (batch, seqlen_q, seqlen_k, or a
 # manifest integer such as block_m) or ceil_div(a,b) of two such terms.
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
 _SIZES = ("batch", "seqlen_q", "seqlen_k")
 
 
@@ -401,7 +413,7 @@ def _parse_expr(text: str, manifest) -> Callable:
         number, name, punct = peek()
         pos += 1
         if number is not None:
-            value = int(number)
+            value = _int(number)
             return lambda s: value
         if name == "ceil_div":
             if peek()[2] != "(":
@@ -424,7 +436,7 @@ def _parse_expr(text: str, manifest) -> Callable:
             if value is None:
                 value = manifest.extra.get(name, [None])[0]
             try:
-                value = int(value)
+                value = value if isinstance(value, int) else _int(value)
             except (TypeError, ValueError):
                 raise ManifestError(f"grid '{text}': unknown name '{name}'")
             return lambda s: value

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -114,6 +115,10 @@ def _manifest_config_matches(m: Manifest, c: AttentionConfig) -> bool:
             and math.isclose(m.scale, c.scale, rel_tol=1e-6))
 
 
+# Manifests are a few hundred bytes; anything larger is not one.
+_MAX_MANIFEST_BYTES = 1 << 20
+
+
 class Registry:
     """Kernel lookup, compile and memo (one per process: :data:`registry`)."""
 
@@ -171,6 +176,22 @@ class Registry:
                 for name in sorted(filenames):
                     if name.endswith(".manifest"):
                         path = os.path.join(dirpath, name)
+                        # A FIFO would block the read, /dev/zero never end.
+                        try:
+                            st = os.stat(path)
+                        except OSError as err:
+                            self.skipped.append((path, str(err)))
+                            continue
+                        if not stat.S_ISREG(st.st_mode):
+                            if not stat.S_ISDIR(st.st_mode):
+                                self.skipped.append(
+                                    (path, "not a regular file"))
+                            continue
+                        if st.st_size > _MAX_MANIFEST_BYTES:
+                            self.skipped.append(
+                                (path, f"{st.st_size} bytes, more than a "
+                                 f"manifest ({_MAX_MANIFEST_BYTES})"))
+                            continue
                         try:
                             m = read_any_manifest(path)
                         except (OSError, ManifestError, ValueError) as err:

@@ -115,17 +115,23 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     (tmp_path / "binary.manifest").write_bytes(b"\xff\xfe\x00garbage")
     (tmp_path / "zero.manifest").write_text(
         DOC_EXAMPLE.replace("block_m 64", "block_m 0"))
+    # Not regular files: a FIFO would block a read; a folder is ignored.
+    os.mkfifo(tmp_path / "fifo.manifest")
+    (tmp_path / "folder.manifest").mkdir()
     rc, out, err = _run_main(capsys, ["list", str(tmp_path)])
     assert rc == 0
     assert f"{tmp_path / 'good.manifest'}: bf16 d64 top_left chip sm_90a" in out
     assert f"{tmp_path / 'bwd.manifest'}: backward bf16 d64 top_left" in out
     warnings = err.strip().splitlines()
-    assert len(warnings) == 2, err
+    assert len(warnings) == 3, err
+    assert warnings[1] == (f"python -m fa_opt list: warning: skipped "
+                           f"{tmp_path / 'fifo.manifest'}: not a regular file")
     assert warnings[0].startswith(
         f"python -m fa_opt list: warning: skipped {tmp_path / 'binary.manifest'}: ")
-    assert warnings[1].startswith(
-        f"python -m fa_opt list: warning: skipped {tmp_path / 'zero.manifest'}: ")
-    assert "block_m" in warnings[1]
+    # The path once, with the manifest's line number.
+    assert warnings[2] == (
+        f"python -m fa_opt list: warning: skipped {tmp_path / 'zero.manifest'}"
+        ":17: expected a positive integer for 'block_m', got 0")
     rc, _, err = _run_main(capsys, ["list", str(tmp_path / "good.manifest")])
     assert rc == 2 and "not a directory" in _error_line(err)
 

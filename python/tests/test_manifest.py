@@ -64,7 +64,11 @@ def test_unknown_keys_are_kept_not_fatal():
     (lambda t: t.replace("block_m 64", "block_m 0"), "positive integer for 'block_m', got 0"),
     (lambda t: t.replace("head_dim 64", "head_dim -64"), "positive integer for 'head_dim', got -64"),
     (lambda t: t.replace("head_dim_v 64", "head_dim_v 0"), "positive integer for 'head_dim_v', got 0"),
-    (lambda t: t.replace("threads 64", "threads 99999999999999999999"), "at most 1024 threads"),
+    (lambda t: t.replace("threads 64", "threads 2048"), "at most 1024 threads, got 2048"),
+    # Integers as the C++ runtime reads them: ASCII digits, at most 18.
+    (lambda t: t.replace("threads 64", "threads 99999999999999999999"), "expected an integer for 'threads'"),
+    (lambda t: t.replace("head_dim 64", "head_dim 6_4"), "expected an integer for 'head_dim'"),
+    (lambda t: t.replace("threads 64", "threads +64"), "expected an integer for 'threads'"),
     (lambda t: t.replace("shared_bytes 0", "shared_bytes -1"), "non-negative integer for 'shared_bytes'"),
     (lambda t: t.replace("scale 0.125 ", "scale nan "), "finite number for 'scale', got nan"),
 ])

@@ -90,6 +90,11 @@ static bool checkPassOptions(int argc, char **argv) {
     llvm::StringRef arg(argv[i]);
     if (arg == "--")
       break;
+    // The value of `-o FILE` is not a pass.
+    if (arg == "-o" || arg == "--o") {
+      ++i;
+      continue;
+    }
     if (!arg.consume_front("-"))
       continue;
     arg.consume_front("-");

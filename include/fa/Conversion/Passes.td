@@ -191,8 +191,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     (FlashAttention-3, Section 3.2). Where no default tile fits (e.g.
     D 32 with Dv 128) and none of num-warps, block-m and block-n is given,
     the op gets the mma.sync backward instead. Errors on the op (with
-    num-warps, block-m or block-n given): num-warps other than 4, 8, 12 or
-    16; a tile not a multiple of 16 or over 256 rows; a tile whose 8-row x
+    num-warps, block-m or block-n given): num-warps other than 4 or 8 (12
+    and 16 leave too few registers per thread for any tile); a tile not a multiple of 16 or over 256 rows; a tile whose 8-row x
     32-column groups do not split evenly over the warps; tile values
     (`_dkdv`: D / 2 + Dv / 2 + 5 x block-m / 2 registers, `_dq`:
     D / 2 + Dv / 8 + 3 x block-n / 2) over the per-thread register budget;
@@ -222,8 +222,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "each owns block-m / num-warps query rows (16 to 64); 0: 4, or "
            "with only block-m given, block-m / 32 (head dims up to 128) or "
            "block-m / 16 when that divides, else the fewest that do. "
-           "wgmma: whole warpgroups (4, 8, 12 or 16); 0: 8, or with only "
-           "block-m given to the forward, block-m / 16">,
+           "wgmma: whole warpgroups (forward 4, 8, 12 or 16; backward 4 "
+           "or 8); 0: 8, or with only block-m given to the forward, "
+           "block-m / 16">,
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t",
            /*default=*/"166912",
            "Tensor-core kernels: the workgroup memory one block may use, in "

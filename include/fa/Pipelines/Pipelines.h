@@ -78,8 +78,9 @@ struct FAToPTXPipelineOptions
       *this, "num-warps",
       llvm::cl::desc("Tensor-core kernels (sm_80 and later, f16/bf16): "
                      "warps per block, in [1, 16]; 0: the kernel's default "
-                     "(mma.sync: 4; wgmma: 8, i.e. two warpgroups; wgmma "
-                     "takes 4, 8, 12 or 16)"),
+                     "(mma.sync: 4; wgmma: 8, i.e. two warpgroups; the "
+                     "wgmma forward takes 4, 8, 12 or 16, its backward 4 "
+                     "or 8)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> stages{
       *this, "stages",
