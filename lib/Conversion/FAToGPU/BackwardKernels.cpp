@@ -216,8 +216,7 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
            << " accumulators (" << what << " = " << given << ": "
            << regs(dkdv, given) << " registers per thread) do not fit the "
            << regBudget << " a thread of a " << 32 * warps
-           << "-thread block can give them; use a smaller tile"
-           << (warps > 8 ? " or fewer warps" : "");
+           << "-thread block can give them; use a smaller tile";
         return std::nullopt;
       }
       tiles.push_back(given);
