@@ -161,6 +161,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.deterministic = options.deterministic;
   kernel.numWarps = options.numWarps;
   kernel.stages = options.stages;
+  kernel.tma = options.tma;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
   kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
   // wgmma exists only on the architecture-specific sm_90a target.
@@ -184,6 +185,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   device.addPass(fa::createFAConvertBF16MmaSyncToNVVM());
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(fa::createFALowerTensorMapParams());
   device.addPass(LLVM::createNVVMOptimizeForTargetPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());

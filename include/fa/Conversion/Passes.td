@@ -234,6 +234,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "wgmma kernels: stages of loop tiles in workgroup memory (K/V in "
            "the forward; Q/dO or K/V in the backward), 2 or 3; 0: 3 when "
            "they fit in max-shared-bytes, else 2">,
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "wgmma forward: load the Q, K and V tiles with the Tensor Memory "
+           "Accelerator (cp.async.bulk.tensor, one thread, completion on "
+           "mbarriers) from tensor maps the runtime encodes on the host "
+           "(three extra by-value kernel parameters, `tensor_map` lines in "
+           "the manifest) instead of per-thread cp.async">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "
@@ -273,6 +279,41 @@ def FAConvertBF16MmaSyncToNVVM
     "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::vector::VectorDialect",
+  ];
+}
+
+def FALowerTensorMapParams
+    : Pass<"fa-lower-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Make a TMA kernel's tensor-map arguments by-value "
+                "CUtensorMap parameters";
+  let description = [{
+    A TMA load (`cp.async.bulk.tensor`, PTX ISA "Data Movement and
+    Conversion Instructions: cp.async.bulk.tensor") reads its tensor map
+    (the 128-byte `CUtensorMap` that `cuTensorMapEncodeTiled` fills on the
+    host) from the kernel parameter, constant or global state space. The
+    kernels of `convert-fa-to-gpu tma=true` take each map as an `!llvm.ptr`
+    argument and record how many close their argument list in the function
+    attribute `fa.tensor_map_params` (an i64); `convert-gpu-to-nvvm` keeps
+    that attribute but drops `llvm.byval` argument attributes. On every
+    `llvm.func` carrying it, this pass gives those last N arguments
+    `llvm.byval = !llvm.array<128 x i8>`, `llvm.align = 64` and
+    `nvvm.grid_constant`, then removes the attribute: the NVPTX backend then
+    declares `.param .align 64 .b8 name[128]` and takes the parameter's
+    generic address with `cvta.param`, so the TMA instructions read the map
+    the launcher passed by value (as CUDA C++ `const __grid_constant__
+    CUtensorMap`). When a kernel of the gpu.module has tensor maps, the
+    module's workgroup-memory globals (the dynamic workgroup memory's
+    symbol among them) are aligned to at least 128 bytes, the alignment
+    TMA destinations need. Run after `convert-gpu-to-nvvm`.
+
+    Errors: the attribute on a function that is not a kernel
+    (`nvvm.kernel`), an attribute that is not a non-negative integer no
+    larger than the argument count, or one of those arguments not an
+    `!llvm.ptr`.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
   ];
 }
 

@@ -87,6 +87,12 @@ struct FAToPTXPipelineOptions
       llvm::cl::desc("wgmma kernels (sm_90a): stages of loop tiles in "
                      "workgroup memory, 2 or 3; 0: 3 when they fit, else 2"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> tma{
+      *this, "tma",
+      llvm::cl::desc("wgmma forward (sm_90a): Q/K/V tiles by TMA "
+                     "(cp.async.bulk.tensor on mbarriers, tensor maps "
+                     "encoded by the runtime) instead of cp.async"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
       llvm::cl::desc("fa.attention_backward: dq from its own kernel over "

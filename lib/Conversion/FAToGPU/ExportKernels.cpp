@@ -37,7 +37,10 @@ static constexpr llvm::StringLiteral kKeyOrder[] = {
     "dtype",       "o_dtype",  "causal",   "scale",    "batch",
     "batch_shape", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v",
     "has_lse",     "block_m",  "block_n",  "threads",  "shared_bytes",
-    "row_align",   "params",   "grid"};
+    "row_align",   "params",   "tensor_map", "grid"};
+
+/// Keys whose array value is written as one line per element.
+static bool isRepeatedKey(StringRef key) { return key == "tensor_map"; }
 
 /// Prints the value of a manifest entry: strings as is, integers in decimal,
 /// floats with enough digits to read back the same f32, arrays as
@@ -113,6 +116,14 @@ std::string mlir::fa::renderManifest(DictionaryAttr manifest,
   std::string text;
   llvm::raw_string_ostream os(text);
   auto line = [&](StringRef key, Attribute value) {
+    if (auto a = dyn_cast<ArrayAttr>(value); a && isRepeatedKey(key)) {
+      for (Attribute element : a) {
+        os << key << " ";
+        printValue(os, element);
+        os << "\n";
+      }
+      return;
+    }
     os << key;
     if (auto a = dyn_cast<ArrayAttr>(value); a && a.empty()) {
       os << "\n";

@@ -81,6 +81,8 @@ struct KernelShape {
   /// The sm_90a wgmma kernel of WgmmaForward.cpp (tensorCore is set too).
   bool wgmma = false;
   int64_t wgmmaStages = 2;
+  /// wgmma kernel: Q/K/V tiles by TMA from three tensor-map arguments.
+  bool tma = false;
   int64_t numWarps = 0, mTilesPerWarp = 0;
   /// Threads per block.
   int64_t threads() const { return tensorCore ? 32 * numWarps : blockM; }
@@ -98,7 +100,7 @@ getTensorCoreForwardShape(const KernelShape &ks) {
       ks.hasLse,   ks.causal, ks.scale, ks.numWarps,
       ks.mTilesPerWarp, ks.blockN,
       /*qInShared=*/ks.wgmma || ks.mTilesPerWarp * ks.d > 128,
-      /*wgmma=*/ks.wgmma, /*wgmmaStages=*/ks.wgmmaStages};
+      /*wgmma=*/ks.wgmma, /*wgmmaStages=*/ks.wgmmaStages, /*tma=*/ks.tma};
 }
 
 /// Completes `ks` for the sm_90a wgmma kernel: whole warpgroups of 64
@@ -133,9 +135,10 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   auto accumulatorRegs = [&](int64_t blockN) {
     return blockN / 2 + ks.dv / 2 + blockN / 4;
   };
-  // Each warp copies whole 8-row x 32-column groups of the K/V tiles.
+  // Each warp copies whole 8-row x 32-column groups of the K/V tiles (with
+  // TMA one thread copies them all).
   auto splitsEvenly = [&](int64_t blockN) {
-    return (blockN / 8) * (ks.d / 32) % warps == 0 &&
+    return options.tma || (blockN / 8) * (ks.d / 32) % warps == 0 &&
            (blockN / 8) * (ks.dv / 32) % warps == 0;
   };
   SmallVector<int64_t, 2> blockNs;
@@ -175,6 +178,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   }
   ks.tensorCore = true;
   ks.wgmma = true;
+  ks.tma = options.tma;
   ks.numWarps = warps;
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
@@ -397,9 +401,22 @@ static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
       b.getNamedAttr("grid", b.getStrArrayAttr(
                                  {"ceil_div(seqlen_q,block_m)", "batch", "1"})),
   };
-  // The tensor-core kernel copies rows with 16-byte cp.async.
+  // The tensor-core kernel copies rows with 16-byte cp.async (or TMA, whose
+  // global addresses and strides are 16-byte multiples too).
   if (ks.tensorCore)
     entries.push_back(b.getNamedAttr("row_align", b.getI64IntegerAttr(16)));
+  // TMA: one tensor map per tiled operand, as `tensor_map OPERAND
+  // BOX_COLS BOX_ROWS SWIZZLE` lines: boxes of 8 columns (one 16-byte core
+  // matrix column) by the tile's rows, no swizzle.
+  if (ks.tma) {
+    SmallVector<Attribute> maps;
+    for (auto [operand, rows] : {std::pair<StringRef, int64_t>{"q", ks.blockM},
+                                 {"k", ks.blockN},
+                                 {"v", ks.blockN}})
+      maps.push_back(b.getStringAttr(
+          (operand + " 8 " + Twine(rows) + " none").str()));
+    entries.push_back(b.getNamedAttr("tensor_map", b.getArrayAttr(maps)));
+  }
   return b.getDictionaryAttr(entries);
 }
 
@@ -682,6 +699,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
                                 rowType({ks.batch, ks.tq, ks.dv}, ks.oElt)};
   if (ks.hasLse)
     argTypes.push_back(globalType({ks.batch, ks.tq}, f32));
+  // TMA: the tensor maps of q, k and v close the list (by-value CUtensorMap
+  // parameters once fa-lower-tensor-map-params has run).
+  if (ks.tma)
+    argTypes.append(gpukernel::kTmaTensorMaps, LLVM::LLVMPointerType::get(ctx));
 
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -709,6 +730,9 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
                 builder.getUnitAttr());
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
       {static_cast<int32_t>(ks.threads()), 1, 1}));
+  if (ks.tma)
+    func->setAttr(gpukernel::kTensorMapParamsAttrName,
+                  builder.getI64IntegerAttr(gpukernel::kTmaTensorMaps));
   if (ks.wgmma) {
     gpukernel::buildWgmmaForwardBody(builder, loc, func,
                                      getTensorCoreForwardShape(ks));
@@ -758,6 +782,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.numWarps = numWarps;
     options.maxSharedBytes = maxSharedBytes;
     options.stages = stages;
+    options.tma = tma;
     // Option errors at the module's location, not on the module: no dump
     // of the whole module after the message.
     if (options.stages != 0 && options.stages != 2 && options.stages != 3) {

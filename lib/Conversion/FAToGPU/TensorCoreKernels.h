@@ -52,15 +52,32 @@ struct TensorCoreForwardShape {
   /// wgmma kernel: K/V stages in workgroup memory (2 or 3): K_{j+s-1} and
   /// V_{j+s-1} load while block j is computed.
   int64_t wgmmaStages = 2;
+  /// wgmma kernel: Q/K/V tiles by TMA from the tensor maps of the kernel's
+  /// last three arguments, completing on mbarriers (unpadded columns);
+  /// otherwise by cp.async.
+  bool tma = false;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
+  /// Bytes of one column of core matrices of a `rows`-row wgmma tile: TMA
+  /// writes a box densely (rows x 16 bytes); cp.async columns are padded.
+  int64_t columnBytes(int64_t rows) const {
+    return tma ? rows * 16 : wgmmaColumnBytes(rows);
+  }
 };
+
+/// The number of tensor-map arguments that close a TMA kernel's argument
+/// list (q, k, v), and the function attribute that records it until
+/// fa-lower-tensor-map-params makes them by-value parameters.
+inline constexpr int64_t kTmaTensorMaps = 3;
+inline constexpr llvm::StringLiteral kTensorMapParamsAttrName =
+    "fa.tensor_map_params";
 
 /// Byte offsets of the tiles in the kernel's dynamic workgroup memory and
 /// its size: [Q: blockM x (D + pad),] K: blockN x (D + pad),
-/// V: blockN x (Dv + pad), 2-byte elements.
+/// V: blockN x (Dv + pad), 2-byte elements. With TMA, the mbarriers (8
+/// bytes each: Q, the K stages, the V stages) follow at barrierOffset.
 struct TensorCoreSharedLayout {
-  int64_t qOffset, kOffset, vOffset, bytes;
+  int64_t qOffset, kOffset, vOffset, barrierOffset, bytes;
 };
 
 inline TensorCoreSharedLayout
@@ -68,19 +85,21 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
   TensorCoreSharedLayout l;
   l.qOffset = 0;
   if (ks.wgmma) {
-    // Canonical wgmma tiles (columns of core matrices, wgmmaColumnBytes
+    // Canonical wgmma tiles (columns of core matrices, columnBytes
     // apart): Q, then the stages of K, then those of V.
-    l.kOffset = ks.d / 8 * wgmmaColumnBytes(ks.blockM());
+    l.kOffset = ks.d / 8 * ks.columnBytes(ks.blockM());
     l.vOffset =
-        l.kOffset + ks.wgmmaStages * ks.d / 8 * wgmmaColumnBytes(ks.blockN);
-    l.bytes =
-        l.vOffset + ks.wgmmaStages * ks.dv / 8 * wgmmaColumnBytes(ks.blockN);
+        l.kOffset + ks.wgmmaStages * ks.d / 8 * ks.columnBytes(ks.blockN);
+    l.barrierOffset =
+        l.vOffset + ks.wgmmaStages * ks.dv / 8 * ks.columnBytes(ks.blockN);
+    l.bytes = l.barrierOffset + (ks.tma ? 8 * (1 + 2 * ks.wgmmaStages) : 0);
     return l;
   }
   l.kOffset =
       ks.qInShared ? ks.blockM() * (ks.d + kTensorCoreRowPad) * 2 : 0;
   l.vOffset = l.kOffset + ks.blockN * (ks.d + kTensorCoreRowPad) * 2;
   l.bytes = l.vOffset + ks.blockN * (ks.dv + kTensorCoreRowPad) * 2;
+  l.barrierOffset = l.bytes;
   return l;
 }
 

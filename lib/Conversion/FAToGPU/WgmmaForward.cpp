@@ -74,8 +74,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
 
   TensorCoreSharedLayout layout = tensorCoreSharedLayout(ks);
   const int64_t stages = ks.wgmmaStages;
-  const int64_t colM = wgmmaColumnBytes(blockM),
-                colN = wgmmaColumnBytes(blockN);
+  const int64_t colM = ks.columnBytes(blockM),
+                colN = ks.columnBytes(blockN);
   const int64_t kStageBytes = ks.d / 8 * colN, vStageBytes = ks.dv / 8 * colN;
   WgmmaSharedMemory shared = wgmmaSharedMemory(fb, layout.bytes);
   Value tile = shared.tile, smemUnits = shared.units;
@@ -99,6 +99,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value causalOffset = keys.causalOffset, kvEnd = keys.kvEnd;
   Value numKeyBlocks =
       arith::CeilDivSIOp::create(b, loc, kvEnd, fb.cstIndex(blockN));
+  Value anyBlock = fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0);
 
   // Descriptors. Q (A, K-major): this warpgroup's 64 rows start at byte
   // 1024 * warpgroup; k16 step kc two core columns (2 * colM bytes) more.
@@ -117,12 +118,74 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // cp.async of key block jb's K (or V) tile into stage jb % 2, when jb is
   // a block this query block visits; always commits a group (possibly
   // empty) so that the group count per iteration is fixed.
-  CanonicalCopy kCopy = CanonicalCopy::plan(fb, blockN, ks.d, threads, ids);
-  CanonicalCopy vCopy =
-      ks.dv == ks.d ? kCopy
-                    : CanonicalCopy::plan(fb, blockN, ks.dv, threads, ids);
+  std::optional<CanonicalCopy> kCopy, vCopy;
+  if (!ks.tma) {
+    kCopy = CanonicalCopy::plan(fb, blockN, ks.d, threads, ids);
+    vCopy = ks.dv == ks.d
+                ? kCopy
+                : CanonicalCopy::plan(fb, blockN, ks.dv, threads, ids);
+  }
+  //
+  // With TMA: the tensor maps of q, k and v are the last three arguments;
+  // mbarriers (one arrival, plus the bytes of the tile) at barrierOffset:
+  // Q, then one per K stage, then one per V stage. Thread 0 issues every
+  // load; every thread waits on the barrier before the tile's first use.
+  const int64_t numArgs = func.getNumArguments();
+  Value qMap, kMap, vMap;
+  if (ks.tma) {
+    qMap = func.getArgument(numArgs - 3);
+    kMap = func.getArgument(numArgs - 2);
+    vMap = func.getArgument(numArgs - 1);
+  }
+  auto barrier = [&](FragmentBuilder &x, int64_t index) {
+    return arith::AddIOp::create(
+        x.b, x.loc, shared.addr,
+        cstI32(x, layout.barrierOffset + 8 * index));
+  };
+  // The barrier of stage jb % stages of K (or V) and the parity of block
+  // jb's phase on it.
+  auto stageBarrier = [&](FragmentBuilder &x, Value jb, bool isV) {
+    Value stage = arith::RemUIOp::create(x.b, x.loc, jb, x.cstIndex(stages));
+    Value bar = arith::AddIOp::create(
+        x.b, x.loc, barrier(x, isV ? 1 + stages : 1),
+        arith::MulIOp::create(x.b, x.loc, toI32(x, stage), cstI32(x, 8)));
+    Value use = arith::DivUIOp::create(x.b, x.loc, jb, x.cstIndex(stages));
+    Value parity = arith::RemUIOp::create(x.b, x.loc, toI32(x, use),
+                                          cstI32(x, 2));
+    return std::make_pair(bar, parity);
+  };
+  Value isThread0 = fb.cmpI(arith::CmpIPredicate::eq, ids.tid, c0);
+  Value batch32 = ks.tma ? toI32(fb, batch) : Value();
+  // Thread 0 issues the TMA load of K (or V) block jb into its stage when
+  // jb is a block this query block visits.
+  auto tmaStage = [&](FragmentBuilder &x, Value jb, bool isV) {
+    Value issue = arith::AndIOp::create(
+        x.b, x.loc, isThread0,
+        x.cmpI(arith::CmpIPredicate::slt, jb, numKeyBlocks));
+    scf::IfOp::create(x.b, x.loc, issue, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, x.elt);
+      Value stage = arith::RemUIOp::create(ib, il, jb, y.cstIndex(stages));
+      int64_t offset = isV ? layout.vOffset : layout.kOffset;
+      int64_t stageBytes = isV ? vStageBytes : kStageBytes;
+      Value dst = arith::AddIOp::create(
+          ib, il, arith::AddIOp::create(ib, il, shared.addr,
+                                        cstI32(y, offset)),
+          arith::MulIOp::create(ib, il, toI32(y, stage),
+                                cstI32(y, stageBytes)));
+      tmaLoadTile(y, isV ? vMap : kMap, dst, blockN, isV ? ks.dv : ks.d,
+                  colN, toI32(y, y.mul(jb, y.cstIndex(blockN))), batch32,
+                  stageBarrier(y, jb, isV).first);
+      scf::YieldOp::create(ib, il);
+    });
+  };
+  auto waitStage = [&](FragmentBuilder &x, Value jb, bool isV) {
+    auto [bar, parity] = stageBarrier(x, jb, isV);
+    mbarrierWait(x, bar, parity);
+  };
   auto loadTile = [&](FragmentBuilder &x, Value jb, bool isV) {
-    copyStage(x, isV ? vCopy : kCopy, isV ? v : k, tile, jb, numKeyBlocks,
+    if (ks.tma)
+      return tmaStage(x, jb, isV);
+    copyStage(x, isV ? *vCopy : *kCopy, isV ? v : k, tile, jb, numKeyBlocks,
               stages, isV ? layout.vOffset : layout.kOffset,
               isV ? vStageBytes : kStageBytes, batch, tk, ids);
   };
@@ -170,8 +233,34 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // Copies, one group each: (Q, K_0), V_0, K_1, V_1, ... up to the last
   // stage (every stage is free). Rows past Tq are zero-filled; no copy of a
   // block that is not visited (Tk = 0 gives k and v no storage).
-  CanonicalCopy::plan(fb, blockM, ks.d, threads, ids)
-      .copy(fb, q, tile, fb.cstIndex(layout.qOffset / 2), batch, i0, tq, ids);
+  if (ks.tma) {
+    // Thread 0 initializes the barriers; the init is made visible to the
+    // other threads and to the copy engine before anyone uses them. Q only
+    // when a key block is visited: every issued load is waited for.
+    scf::IfOp::create(b, loc, isThread0, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, fb.elt);
+      inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{kMap});
+      inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{vMap});
+      for (int64_t i = 0; i < 1 + 2 * stages; ++i)
+        mbarrierInit(y, barrier(y, i));
+      inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
+      scf::YieldOp::create(ib, il);
+    });
+    gpu::BarrierOp::create(b, loc);
+    Value issueQ = arith::AndIOp::create(b, loc, isThread0, anyBlock);
+    scf::IfOp::create(b, loc, issueQ, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, fb.elt);
+      tmaLoadTile(y, qMap,
+                  arith::AddIOp::create(ib, il, shared.addr,
+                                        cstI32(y, layout.qOffset)),
+                  blockM, ks.d, colM, toI32(y, i0), batch32, barrier(y, 0));
+      scf::YieldOp::create(ib, il);
+    });
+  } else {
+    CanonicalCopy::plan(fb, blockM, ks.d, threads, ids)
+        .copy(fb, q, tile, fb.cstIndex(layout.qOffset / 2), batch, i0, tq,
+              ids);
+  }
   for (int64_t j = 0; j < stages; ++j) {
     loadTile(fb, fb.cstIndex(j), /*isV=*/false);
     loadTile(fb, fb.cstIndex(j), /*isV=*/true);
@@ -195,7 +284,6 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   SmallVector<Type> carriedTypes;
   for (Value val : init)
     carriedTypes.push_back(val.getType());
-  Value anyBlock = fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0);
 
   // Prologue (when any key block is visited): S_0, its softmax, P_0.
   auto prologue = scf::IfOp::create(b, loc, carriedTypes, anyBlock,
@@ -204,11 +292,20 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(prologue.thenBlock());
     FragmentBuilder x(b, loc, ks.elt);
-    landCopies(x, 2 * stages - 1); // (Q, K_0) landed
+    if (ks.tma) {
+      mbarrierWait(x, barrier(x, 0), cstI32(x, 0)); // Q landed
+      waitStage(x, c0, /*isV=*/false);
+    } else {
+      landCopies(x, 2 * stages - 1); // (Q, K_0) landed
+    }
     SmallVector<Value> sAcc = issueS(x, c0);
     sAcc = wgmmaWait(x, 0, sAcc);
     Softmax sm = softmax(x, sAcc, c0, {init[mBase], init[mBase + 1]},
                          {init[lBase], init[lBase + 1]});
+    // TMA: every warpgroup is done with K_0 before K_s replaces it (in the
+    // loop, the previous iteration's barrier gives this).
+    if (ks.tma)
+      gpu::BarrierOp::create(b, loc);
     SmallVector<Value> yielded(init.begin(), init.begin() + oTiles);
     llvm::append_range(yielded, sm.step.m);
     llvm::append_range(yielded, sm.step.l);
@@ -229,14 +326,21 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
 
         // K_j and V_{j-1} landed (V_j, K_{j+1}, V_{j+1} may be in flight);
         // every warpgroup is done with S_{j-1}, so K_{j+s-1} may replace
-        // K_{j-1}.
-        landCopies(x, 2 * stages - 3);
+        // K_{j-1}. (TMA: the last iteration's barrier came after every
+        // warpgroup's wait for S_{j-1}; each tile is waited for on its
+        // barrier just before its product.)
         Value ahead = x.add(jb, x.cstIndex(stages - 1));
+        if (!ks.tma)
+          landCopies(x, 2 * stages - 3);
         loadTile(x, ahead, /*isV=*/false);
 
         // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
         // softmax while the P V group is on the tensor cores.
+        if (ks.tma)
+          waitStage(x, jb, /*isV=*/false);
         SmallVector<Value> sAcc = issueS(x, jb);
+        if (ks.tma)
+          waitStage(x, x.sub(jb, c1), /*isV=*/true);
         SmallVector<Value> oAcc =
             issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
         sAcc = wgmmaWait(x, 1, sAcc);
@@ -267,7 +371,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(last.thenBlock());
     FragmentBuilder x(b, loc, ks.elt);
-    landCopies(x, 0);
+    if (ks.tma)
+      waitStage(x, x.sub(numKeyBlocks, c1), /*isV=*/true);
+    else
+      landCopies(x, 0);
     SmallVector<Value> acc(loop.getResults().begin(),
                            loop.getResults().begin() + oTiles);
     SmallVector<Value> pLast(loop.getResults().begin() + pBase,
@@ -280,7 +387,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     scf::YieldOp::create(b, loc,
                          ValueRange(loop.getResults().slice(0, oTiles)));
   }
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  if (!ks.tma)
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   // Epilogue: o = O / l, lse = m ln 2 + ln l.
   for (int64_t h = 0; h < 2; ++h)
     storeForwardRow(

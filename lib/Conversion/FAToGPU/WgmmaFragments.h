@@ -37,7 +37,7 @@ namespace gpukernel {
 inline StringRef constraintOf(Type t) {
   if (t.isF32())
     return "f";
-  if (t.isInteger(64))
+  if (t.isInteger(64) || isa<LLVM::LLVMPointerType>(t))
     return "l";
   return "r";
 }
@@ -295,6 +295,7 @@ struct WgmmaSharedMemory {
   Value raw;   // memref<?xi8, workgroup>
   Value tile;  // memref<bytes/2 x elt, workgroup>
   Value units; // i64
+  Value addr;  // i32: the shared-window address of byte 0
 };
 
 inline WgmmaSharedMemory wgmmaSharedMemory(FragmentBuilder &fb, int64_t bytes) {
@@ -314,7 +315,61 @@ inline WgmmaSharedMemory wgmmaSharedMemory(FragmentBuilder &fb, int64_t bytes) {
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem));
   Value units = arith::ShRUIOp::create(
       b, loc, addr, arith::ConstantIntOp::create(b, loc, i64, 4));
-  return {smem, tile, units};
+  Value addr32 = arith::TruncIOp::create(b, loc, b.getI32Type(), addr);
+  return {smem, tile, units, addr32};
+}
+
+//===----------------------------------------------------------------------===//
+// TMA and mbarriers (PTX ISA: "cp.async.bulk.tensor", "mbarrier"; the
+// pattern of FlashAttention-3, Shah et al. 2024, Section 3.1, without its
+// producer warp: one thread issues, every thread waits on the barrier)
+//===----------------------------------------------------------------------===//
+
+/// An i32 constant.
+inline Value cstI32(FragmentBuilder &x, int64_t v) {
+  return arith::ConstantIntOp::create(x.b, x.loc, x.b.getI32Type(), v);
+}
+
+/// `v` (index) as i32.
+inline Value toI32(FragmentBuilder &x, Value v) {
+  return arith::IndexCastOp::create(x.b, x.loc, x.b.getI32Type(), v);
+}
+
+/// Initializes the mbarrier at shared address `bar` (i32) to expect one
+/// arrival per phase.
+inline void mbarrierInit(FragmentBuilder &x, Value bar) {
+  inlinePtx(x, "mbarrier.init.shared::cta.b64 [$0], 1;", {}, ValueRange{bar});
+}
+
+/// Blocks the thread until the phase of parity `parity` (i32, 0 or 1) of the
+/// mbarrier at `bar` has completed.
+inline void mbarrierWait(FragmentBuilder &x, Value bar, Value parity) {
+  inlinePtx(x,
+            "{\n.reg .pred p;\nLAB_WAIT:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+            "@!p bra LAB_WAIT;\n}",
+            {}, ValueRange{bar, parity});
+}
+
+/// Issues (from one thread) the TMA load of a [rows, columns] tile into the
+/// canonical no-swizzle layout: `columns / 8` boxes of 8 elements x rows,
+/// box c from tensor coordinates (8c, `row`, `batch`) of the rank-3 tensor
+/// map `map` to shared address `dst` + c * `columnBytes`, all completing on
+/// the mbarrier at `bar`, which is told to expect `rows * columns * 2`
+/// bytes (rows past the tensor's end arrive as zeros and count).
+inline void tmaLoadTile(FragmentBuilder &x, Value map, Value dst,
+                        int64_t rows, int64_t columns, int64_t columnBytes,
+                        Value row, Value batch, Value bar) {
+  inlinePtx(x, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", {},
+            ValueRange{bar, cstI32(x, rows * columns * 2)});
+  for (int64_t c = 0; c < columns / 8; ++c)
+    inlinePtx(x,
+              "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+              "complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];",
+              {},
+              ValueRange{arith::AddIOp::create(x.b, x.loc, dst,
+                                               cstI32(x, c * columnBytes)),
+                         map, cstI32(x, 8 * c), row, batch, bar});
 }
 
 /// Waits for the cp.async groups older than the newest `pending` ones,

@@ -14,6 +14,7 @@
 #define FA_CONVERSION_FATOGPU_FATOGPU_H
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -27,6 +28,7 @@ class AttentionBackwardOp;
 #define GEN_PASS_DECL_CONVERTFATOGPU
 #define GEN_PASS_DECL_FAEXPORTKERNELS
 #define GEN_PASS_DECL_FACONVERTBF16MMASYNCTONVVM
+#define GEN_PASS_DECL_FALOWERTENSORMAPPARAMS
 #include "fa/Conversion/Passes.h.inc"
 
 /// The top-level module attribute that maps each kernel name to its manifest
@@ -60,6 +62,9 @@ struct AttentionKernelOptions {
   /// in the backward) in workgroup memory, 2 or 3; 0: 3 when they fit in
   /// maxSharedBytes, else 2.
   int64_t stages = 0;
+  /// wgmma forward: Q/K/V tiles by TMA (cp.async.bulk.tensor from tensor
+  /// maps passed by value after the memref arguments) instead of cp.async.
+  bool tma = false;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.

@@ -1,0 +1,92 @@
+// fa-lower-tensor-map-params: the last N arguments of a kernel with
+// fa.tensor_map_params = N become by-value 128-byte grid constants, and
+// the module's workgroup-memory globals get 128-byte alignment.
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(gpu.module(fa-lower-tensor-map-params))' -verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: gpu.module @tma
+// CHECK: llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 128 : i64}
+// CHECK: llvm.mlir.global internal @other_shared() {addr_space = 3 : i32, alignment = 256 : i64}
+// CHECK: llvm.mlir.global internal @global_space() {addr_space = 1 : i32, alignment = 16 : i64}
+// CHECK: llvm.func @k(%arg0: !llvm.ptr, %arg1: i64,
+// CHECK-SAME: %arg2: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant},
+// CHECK-SAME: %arg3: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant})
+// CHECK-NOT: fa.tensor_map_params
+// CHECK-SAME: nvvm.kernel
+gpu.module @tma {
+  llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+  llvm.mlir.global internal @other_shared() {addr_space = 3 : i32, alignment = 256 : i64} : !llvm.array<4 x i8>
+  llvm.mlir.global internal @global_space() {addr_space = 1 : i32, alignment = 16 : i64} : !llvm.array<4 x i8>
+  llvm.func @k(%a: !llvm.ptr, %n: i64, %qmap: !llvm.ptr, %kmap: !llvm.ptr) attributes {fa.tensor_map_params = 2 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+// Negative: no kernel with the attribute, so nothing changes (the 16-byte
+// workgroup global keeps its alignment, pointer arguments stay plain).
+// CHECK-LABEL: gpu.module @no_tma
+// CHECK: llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64}
+// CHECK: llvm.func @k(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {nvvm.kernel}
+gpu.module @no_tma {
+  llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+  llvm.func @k(%a: !llvm.ptr, %m: !llvm.ptr) attributes {nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+// Zero tensor maps: the attribute goes, no argument changes.
+// CHECK-LABEL: gpu.module @zero
+// CHECK: llvm.func @k(%arg0: !llvm.ptr) attributes {nvvm.kernel}
+gpu.module @zero {
+  llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = 0 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @not_kernel {
+  // expected-error @+1 {{fa-lower-tensor-map-params: 'fa.tensor_map_params' on a function that is not a kernel (no 'nvvm.kernel'): only kernel parameters can be grid constants}}
+  llvm.func @f(%a: !llvm.ptr) attributes {fa.tensor_map_params = 1 : i64} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @too_many {
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got 2 : i64}}
+  llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = 2 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @negative {
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got -1 : i64}}
+  llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = -1 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @not_integer {
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got "q"}}
+  llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = "q", nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @not_pointer {
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected argument 1 (a tensor map) to be an !llvm.ptr, got 'i64'}}
+  llvm.func @k(%a: !llvm.ptr, %n: i64) attributes {fa.tensor_map_params = 1 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
