@@ -118,3 +118,28 @@ faRtStatus fa::rt::reportCudaError(const char *call, CUresult result) {
     status = FA_RT_ERROR_NO_DRIVER;
   return reportError(status, std::move(message));
 }
+
+CUtensorMapDataType fa::rt::tensorMapDataType(faRtDtype dtype) {
+  switch (dtype) {
+  case FA_RT_DTYPE_F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case FA_RT_DTYPE_BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case FA_RT_DTYPE_F32:
+    break;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+CUtensorMapSwizzle fa::rt::tensorMapSwizzle(int64_t swizzleBytes) {
+  switch (swizzleBytes) {
+  case 32:
+    return CU_TENSOR_MAP_SWIZZLE_32B;
+  case 64:
+    return CU_TENSOR_MAP_SWIZZLE_64B;
+  case 128:
+    return CU_TENSOR_MAP_SWIZZLE_128B;
+  default:
+    return CU_TENSOR_MAP_SWIZZLE_NONE;
+  }
+}

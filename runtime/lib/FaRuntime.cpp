@@ -333,16 +333,45 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return FA_RT_SUCCESS; // Nothing to compute.
 
-  std::vector<uint64_t> values =
-      fa::rt::buildKernelParams(m, shape, {q, k, v, o, lse});
-  std::vector<void *> args(values.size());
-  for (size_t i = 0; i < values.size(); ++i)
-    args[i] = &values[i];
+  const fa::rt::TensorPointers pointers{q, k, v, o, lse};
+  std::vector<fa::rt::TensorMapEncodeArgs> mapArgs;
+  if (faRtStatus status =
+          fa::rt::buildTensorMapArgs(m, shape, pointers, mapArgs))
+    return status;
+  std::vector<uint64_t> values = fa::rt::buildKernelParams(m, shape, pointers);
 
   CUcontext current = nullptr;
   FA_RT_CUDA_CHECK(cuCtxGetCurrent, &current);
   if (current != kernel->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, kernel->context);
+
+  // The tensor maps, passed by value after the memref params: each
+  // CUtensorMap is 128 bytes, 128-byte aligned (cuda.h), and lives until
+  // cuLaunchKernel has copied the parameters.
+  std::vector<CUtensorMap> maps(mapArgs.size());
+  for (size_t i = 0; i < mapArgs.size(); ++i) {
+    const fa::rt::TensorMapEncodeArgs &a = mapArgs[i];
+    CUresult result = fa::rt::cudaDriver().cuTensorMapEncodeTiled(
+        &maps[i], fa::rt::tensorMapDataType(a.dtype), 3,
+        reinterpret_cast<void *>(static_cast<uintptr_t>(a.address)),
+        a.globalDim.data(), a.globalStrides.data(), a.boxDim.data(),
+        a.elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+        fa::rt::tensorMapSwizzle(a.swizzleBytes),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (result != CUDA_SUCCESS)
+      return fa::rt::reportCudaError(
+          ("cuTensorMapEncodeTiled (tensor map for '" + a.operand +
+           "' of kernel '" + m.kernel + "')")
+              .c_str(),
+          result);
+  }
+
+  std::vector<void *> args;
+  args.reserve(values.size() + maps.size());
+  for (uint64_t &value : values)
+    args.push_back(&value);
+  for (CUtensorMap &map : maps)
+    args.push_back(&map);
   FA_RT_CUDA_CHECK(cuLaunchKernel, kernel->function, grid[0], grid[1], grid[2],
                    static_cast<unsigned>(m.threads), 1, 1,
                    static_cast<unsigned>(m.sharedBytes),

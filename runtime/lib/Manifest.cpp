@@ -8,6 +8,7 @@
 
 #include "Errors.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 
 using fa::rt::kDynamic;
 using fa::rt::Manifest;
+using fa::rt::TensorMapSpec;
 
 namespace {
 
@@ -202,6 +204,47 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
         const std::string &key = words[0];
         std::vector<std::string> values(words.begin() + 1, words.end());
 
+        if (key == "tensor_map") {
+          // One line per map, so not a KeyRule (those are once per file);
+          // the rules that need other keys are checked after the last line.
+          if (values.size() != 4)
+            return fail(lineNo, "expected 4 values for 'tensor_map' (OPERAND "
+                                "BOX_COLS BOX_ROWS SWIZZLE), got " +
+                                    std::to_string(values.size()));
+          TensorMapSpec spec;
+          spec.operand = values[0];
+          spec.line = lineNo;
+          if (spec.operand != "q" && spec.operand != "k" &&
+              spec.operand != "v" && spec.operand != "o")
+            return fail(lineNo, "invalid value '" + spec.operand +
+                                    "' for 'tensor_map' OPERAND: expected q, "
+                                    "k, v or o");
+          for (const TensorMapSpec &other : manifest.tensorMaps)
+            if (other.operand == spec.operand)
+              return fail(lineNo, "duplicate tensor_map for '" +
+                                      spec.operand + "' (first on line " +
+                                      std::to_string(other.line) + ")");
+          const char *boxNames[] = {"BOX_COLS", "BOX_ROWS"};
+          int64_t *boxes[] = {&spec.boxCols, &spec.boxRows};
+          for (int i = 0; i < 2; ++i)
+            if (!parseCount(values[1 + i], false, *boxes[i]) ||
+                *boxes[i] < 1 || *boxes[i] > 256)
+              return fail(lineNo, "invalid value '" + values[1 + i] +
+                                      "' for 'tensor_map' " + boxNames[i] +
+                                      ": expected an integer in [1, 256]");
+          const std::string &swizzle = values[3];
+          if (swizzle == "none")
+            spec.swizzleBytes = 0;
+          else if (swizzle == "32" || swizzle == "64" || swizzle == "128")
+            spec.swizzleBytes = std::stoi(swizzle);
+          else
+            return fail(lineNo, "invalid value '" + swizzle +
+                                    "' for 'tensor_map' SWIZZLE: expected "
+                                    "none, 32, 64 or 128");
+          manifest.tensorMaps.push_back(std::move(spec));
+          return FA_RT_SUCCESS;
+        }
+
         const KeyRule *rule = nullptr;
         for (const KeyRule &candidate : kKeyRules)
           if (key == candidate.name)
@@ -351,6 +394,40 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
     return fail(seenAt["threads"], "expected at most 1024 threads, got " +
                                        std::to_string(manifest.threads));
 
+  // Tensor maps: the box against the operand's element type and row.
+  for (const TensorMapSpec &spec : manifest.tensorMaps) {
+    const std::string &name = spec.operand;
+    bool inParams = false;
+    for (const std::string &param : manifest.params)
+      inParams |= param == name;
+    if (!inParams)
+      return fail(spec.line, "tensor_map for '" + name +
+                                 "', which is not in params");
+    bool isO = name == "o";
+    faRtDtype dtype = isO ? manifest.oDtype : manifest.dtype;
+    int64_t esize = static_cast<int64_t>(dtypeSize(dtype));
+    int64_t rowBytes = spec.boxCols * esize;
+    std::string boxText = "BOX_COLS " + std::to_string(spec.boxCols) + " x " +
+                          std::to_string(esize) + " bytes (" +
+                          dtypeName(dtype) + ") = " +
+                          std::to_string(rowBytes) + " bytes";
+    if (rowBytes % 16 != 0)
+      return fail(spec.line, "tensor_map '" + name + "': " + boxText +
+                                 " is not a multiple of 16 bytes");
+    bool usesDv = name == "v" || isO;
+    int64_t dim = usesDv ? manifest.headDimV : manifest.headDim;
+    if (spec.boxCols > dim)
+      return fail(spec.line, "tensor_map '" + name + "': BOX_COLS " +
+                                 std::to_string(spec.boxCols) + " exceeds " +
+                                 (usesDv ? "head_dim_v " : "head_dim ") +
+                                 std::to_string(dim));
+    if (spec.swizzleBytes > 0 && rowBytes > spec.swizzleBytes)
+      return fail(spec.line, "tensor_map '" + name + "': " + boxText +
+                                 " exceeds the " +
+                                 std::to_string(spec.swizzleBytes) +
+                                 "-byte swizzle span");
+  }
+
   if (auto it = seenAt.find("batch_shape");
       it != seenAt.end() && manifest.batch != kDynamic) {
     int64_t product = 1;
@@ -496,6 +573,82 @@ std::vector<uint64_t> fa::rt::buildKernelParams(const Manifest &manifest,
   if (manifest.hasLse)
     add(tensors.lse, {b, tq});
   return params;
+}
+
+faRtStatus fa::rt::buildTensorMapArgs(const Manifest &manifest,
+                                      const LaunchShape &shape,
+                                      const TensorPointers &tensors,
+                                      std::vector<TensorMapEncodeArgs> &args) {
+  args.clear();
+  for (const TensorMapSpec &spec : manifest.tensorMaps) {
+    const std::string &name = spec.operand;
+    TensorMapEncodeArgs a;
+    a.operand = name;
+    bool isO = name == "o";
+    a.dtype = isO ? manifest.oDtype : manifest.dtype;
+    const uint64_t esize = dtypeSize(a.dtype);
+    // [batch, T, D]: T = seqlen_q for q/o, seqlen_k for k/v; D = head_dim
+    // for q/k, head_dim_v for v/o.
+    bool usesQ = name == "q" || isO;
+    bool usesDv = name == "v" || isO;
+    struct Dim {
+      const char *what;
+      int64_t value;
+    } dims[3] = {{usesDv ? "head_dim_v" : "head_dim",
+                  usesDv ? manifest.headDimV : manifest.headDim},
+                 {usesQ ? "seqlen_q" : "seqlen_k",
+                  usesQ ? shape.seqlenQ : shape.seqlenK},
+                 {"batch", shape.batch}};
+    const uint64_t ptr = name == "q"   ? tensors.q
+                         : name == "k" ? tensors.k
+                         : name == "v" ? tensors.v
+                                       : tensors.o;
+    bool empty = false;
+    for (const Dim &dim : dims)
+      empty |= dim.value <= 0;
+    std::string where = "tensor map for '" + name + "' (kernel '" +
+                        manifest.kernel + "'): ";
+    for (int i = 0; i < 3; ++i) {
+      // Never read when empty: any dims >= 1 do.
+      uint64_t value = static_cast<uint64_t>(std::max<int64_t>(dims[i].value, 1));
+      if (value > kTensorMapMaxDim)
+        return reportError(FA_RT_ERROR_SHAPE,
+                           where + dims[i].what + " = " +
+                               std::to_string(value) +
+                               " exceeds the TMA limit of 2^32 - 1 (" +
+                               std::to_string(kTensorMapMaxDim) + ")");
+      a.globalDim[i] = value;
+    }
+    // Row stride D * esize (D < 2^32, so no overflow), then batch stride
+    // T * row; checked against 2^40 before the multiplication.
+    const uint64_t row = a.globalDim[0] * esize;
+    if (row >= kTensorMapStrideLimit ||
+        a.globalDim[1] > (kTensorMapStrideLimit - 1) / row)
+      return reportError(
+          FA_RT_ERROR_SHAPE,
+          where + "a stride of " + std::to_string(a.globalDim[1]) + " x " +
+              std::to_string(row) +
+              " bytes reaches the TMA limit of 2^40 bytes");
+    a.globalStrides = {row, a.globalDim[1] * row};
+    if (row % 16 != 0)
+      return reportError(FA_RT_ERROR_SHAPE,
+                         where + "the row stride " + std::to_string(row) +
+                             " bytes (" + dims[0].what + " " +
+                             std::to_string(a.globalDim[0]) + " x " +
+                             std::to_string(esize) +
+                             ") is not a multiple of 16 bytes, as TMA needs");
+    a.address = empty ? tensors.q : ptr;
+    if (a.address % 16 != 0)
+      return reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                         where + "the address of " + (empty ? "q" : name) +
+                             " must be 16-byte aligned (TMA)");
+    a.boxDim = {static_cast<uint32_t>(spec.boxCols),
+                static_cast<uint32_t>(spec.boxRows), 1u};
+    a.elementStrides = {1u, 1u, 1u};
+    a.swizzleBytes = spec.swizzleBytes;
+    args.push_back(std::move(a));
+  }
+  return FA_RT_SUCCESS;
 }
 
 const char *fa::rt::dtypeName(faRtDtype dtype) {

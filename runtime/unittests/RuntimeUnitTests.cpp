@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Runtime/CudaDriver.h"
 #include "fa/Runtime/FaRuntime.h"
 #include "fa/Runtime/Float16.h"
 #include "fa/Runtime/Manifest.h"
@@ -326,6 +327,258 @@ static void testKernelParams() {
   EXPECT(general == (std::vector<uint64_t>{0xabc, 0xabc, 5, 2, 3, 1, 2}));
   EXPECT(fa::rt::rowMajorStrides({4, 5, 6}) ==
          (std::vector<int64_t>{30, 6, 1}));
+}
+
+/// kGoodManifest (bf16, head_dim 64, head_dim_v 64) with `extra` lines
+/// appended (from line 23 on).
+static std::string withTensorMaps(const std::string &extra) {
+  return std::string(kGoodManifest) + extra;
+}
+
+static void testManifestTensorMaps() {
+  Manifest m;
+  // In parameter order; a line may come before the keys it is checked
+  // against (dtype, head_dim).
+  EXPECT_EQ(fa::rt::parseManifest(withTensorMaps("tensor_map q 64 128 128\n"
+                                                 "tensor_map k 8 64 none  # x\n"
+                                                 "tensor_map v 16 64 32\n"
+                                                 "tensor_map o 32 1 64\n"),
+                                  "dir/x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.tensorMaps.size(), 4u);
+  if (m.tensorMaps.size() == 4) {
+    EXPECT_EQ(m.tensorMaps[0].operand, "q");
+    EXPECT_EQ(m.tensorMaps[0].boxCols, 64);
+    EXPECT_EQ(m.tensorMaps[0].boxRows, 128);
+    EXPECT_EQ(m.tensorMaps[0].swizzleBytes, 128);
+    EXPECT_EQ(m.tensorMaps[0].line, 23);
+    EXPECT_EQ(m.tensorMaps[1].operand, "k");
+    EXPECT_EQ(m.tensorMaps[1].swizzleBytes, 0);
+    EXPECT_EQ(m.tensorMaps[2].swizzleBytes, 32);
+    EXPECT_EQ(m.tensorMaps[3].operand, "o");
+    EXPECT_EQ(m.tensorMaps[3].boxRows, 1);
+  }
+  EXPECT(m.params == std::vector<std::string>({"q", "k", "v", "o", "lse"}));
+  EXPECT_EQ(fa::rt::parseManifest(kGoodManifest, "x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT(m.tensorMaps.empty());
+  EXPECT_EQ(parseError("tensor_map k 256 256 none\n" +
+                       withLine("head_dim", "head_dim 256")),
+            "<parsed>");
+  // f32 rows: 4 columns are 16 bytes; o takes o_dtype and head_dim_v.
+  EXPECT_EQ(parseError(withLine("dtype", "dtype f32") +
+                       "tensor_map k 4 64 none\ntensor_map q 32 64 128\n"),
+            "<parsed>");
+
+  // Each rule, naming the file and the tensor_map's line.
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 128\n"),
+               "dir/x.manifest:23: expected 4 values for 'tensor_map' "
+               "(OPERAND BOX_COLS BOX_ROWS SWIZZLE), got 3");
+  EXPECT_ERROR(withTensorMaps("tensor_map lse 8 128 none\n"),
+               "dir/x.manifest:23: invalid value 'lse' for 'tensor_map' "
+               "OPERAND: expected q, k, v or o");
+  EXPECT_ERROR(withTensorMaps("tensor_map k 8 128 none\n"
+                              "tensor_map q 8 128 none\n"
+                              "tensor_map k 8 64 none\n"),
+               "dir/x.manifest:25: duplicate tensor_map for 'k' (first on "
+               "line 23)");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 0 128 none\n"),
+               "dir/x.manifest:23: invalid value '0' for 'tensor_map' "
+               "BOX_COLS: expected an integer in [1, 256]");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 264 128 none\n"),
+               "invalid value '264' for 'tensor_map' BOX_COLS");
+  EXPECT_ERROR(withTensorMaps("tensor_map q -8 128 none\n"),
+               "invalid value '-8' for 'tensor_map' BOX_COLS");
+  EXPECT_ERROR(withTensorMaps("tensor_map q +8 128 none\n"),
+               "invalid value '+8' for 'tensor_map' BOX_COLS");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8.0 128 none\n"),
+               "invalid value '8.0' for 'tensor_map' BOX_COLS");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 0 none\n"),
+               "invalid value '0' for 'tensor_map' BOX_ROWS: expected an "
+               "integer in [1, 256]");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 257 none\n"),
+               "invalid value '257' for 'tensor_map' BOX_ROWS");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 1x none\n"),
+               "invalid value '1x' for 'tensor_map' BOX_ROWS");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 64 16\n"),
+               "dir/x.manifest:23: invalid value '16' for 'tensor_map' "
+               "SWIZZLE: expected none, 32, 64 or 128");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 64 128B\n"),
+               "invalid value '128B' for 'tensor_map' SWIZZLE");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 64 NONE\n"),
+               "invalid value 'NONE' for 'tensor_map' SWIZZLE");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 8 64 none\n"
+                              "tensor_map k 12 64 none\n"),
+               "dir/x.manifest:24: tensor_map 'k': BOX_COLS 12 x 2 bytes "
+               "(bf16) = 24 bytes is not a multiple of 16 bytes");
+  EXPECT_ERROR(withLine("dtype", "dtype f32") + "tensor_map q 2 64 none\n",
+               "tensor_map 'q': BOX_COLS 2 x 4 bytes (f32) = 8 bytes is not "
+               "a multiple of 16 bytes");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 72 64 none\n"),
+               "dir/x.manifest:23: tensor_map 'q': BOX_COLS 72 exceeds "
+               "head_dim 64");
+  EXPECT_ERROR(withLine("head_dim_v", "head_dim_v 32") +
+                   "tensor_map v 64 64 none\n",
+               "tensor_map 'v': BOX_COLS 64 exceeds head_dim_v 32");
+  EXPECT_ERROR(withLine("head_dim_v", "head_dim_v 32") +
+                   "tensor_map o 64 64 none\n",
+               "tensor_map 'o': BOX_COLS 64 exceeds head_dim_v 32");
+  EXPECT_ERROR(withLine("head_dim", "head_dim 32") +
+                   "tensor_map k 64 64 none\n",
+               "tensor_map 'k': BOX_COLS 64 exceeds head_dim 32");
+  EXPECT_ERROR(withTensorMaps("tensor_map k 64 64 64\n"),
+               "dir/x.manifest:23: tensor_map 'k': BOX_COLS 64 x 2 bytes "
+               "(bf16) = 128 bytes exceeds the 64-byte swizzle span");
+  EXPECT_ERROR(withTensorMaps("tensor_map v 24 64 32\n"),
+               "tensor_map 'v': BOX_COLS 24 x 2 bytes (bf16) = 48 bytes "
+               "exceeds the 32-byte swizzle span");
+  EXPECT_ERROR(withLine("o_dtype", "o_dtype f32") +
+                   "tensor_map o 64 64 128\n",
+               "tensor_map 'o': BOX_COLS 64 x 4 bytes (f32) = 256 bytes "
+               "exceeds the 128-byte swizzle span");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 128 64 none\n"),
+               "BOX_COLS 128 exceeds head_dim 64");
+  // Errors met while reading the lines come before the checks against
+  // other keys.
+  EXPECT_ERROR(withTensorMaps("tensor_map q 72 64 none\nhead_dim 32\n"),
+               "duplicate key 'head_dim'");
+}
+
+/// Compares one map's encode arguments.
+static void expectMapArgs(const fa::rt::TensorMapEncodeArgs &a,
+                          const std::string &operand, faRtDtype dtype,
+                          uint64_t address, std::array<uint64_t, 3> dims,
+                          std::array<uint64_t, 2> strides,
+                          std::array<uint32_t, 3> box, int64_t swizzle,
+                          int line) {
+  auto check = [&](bool ok, const char *what) {
+    reportCheck(ok, what, __FILE__, line);
+  };
+  check(a.operand == operand, "operand");
+  check(a.dtype == dtype, "dtype");
+  check(a.address == address, "address");
+  check(a.globalDim == dims, "globalDim");
+  check(a.globalStrides == strides, "globalStrides");
+  check(a.boxDim == box, "boxDim");
+  check(a.elementStrides == (std::array<uint32_t, 3>{1, 1, 1}),
+        "elementStrides");
+  check(a.swizzleBytes == swizzle, "swizzleBytes");
+}
+
+static void testTensorMapArgs() {
+  // q/k bf16 [B, T, 64], v [B, Tk, 32] bf16, o [B, Tq, 32] f32.
+  std::string text = withLine("head_dim_v", "head_dim_v 32");
+  text.replace(text.find("o_dtype bf16"), 12, "o_dtype f32");
+  Manifest m;
+  EXPECT_EQ(fa::rt::parseManifest(text + "tensor_map q 64 128 128\n"
+                                         "tensor_map k 64 64 none\n"
+                                         "tensor_map v 32 64 64\n"
+                                         "tensor_map o 8 32 none\n",
+                                  "x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.oDtype, FA_RT_DTYPE_F32);
+  fa::rt::TensorPointers t{0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+  std::vector<fa::rt::TensorMapEncodeArgs> args;
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {16, 100, 7}, t, args),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(args.size(), 4u);
+  if (args.size() == 4) {
+    // globalDim {D, T, batch}, strides {D * esize, T * D * esize}.
+    expectMapArgs(args[0], "q", FA_RT_DTYPE_BF16, 0x1000, {64, 100, 16},
+                  {128, 12800}, {64, 128, 1}, 128, __LINE__);
+    expectMapArgs(args[1], "k", FA_RT_DTYPE_BF16, 0x2000, {64, 7, 16},
+                  {128, 896}, {64, 64, 1}, 0, __LINE__);
+    expectMapArgs(args[2], "v", FA_RT_DTYPE_BF16, 0x3000, {32, 7, 16},
+                  {64, 448}, {32, 64, 1}, 64, __LINE__);
+    expectMapArgs(args[3], "o", FA_RT_DTYPE_F32, 0x4000, {32, 100, 16},
+                  {128, 12800}, {8, 32, 1}, 0, __LINE__);
+  }
+
+  // seqlen_k = 0: k and v have no element (their pointers may be null);
+  // every dim clamped to >= 1, q's address.
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {16, 100, 0}, {0x1000, 0, 0, 0x4000},
+                                       args),
+            FA_RT_SUCCESS);
+  if (args.size() == 4) {
+    expectMapArgs(args[1], "k", FA_RT_DTYPE_BF16, 0x1000, {64, 1, 16},
+                  {128, 128}, {64, 64, 1}, 0, __LINE__);
+    expectMapArgs(args[2], "v", FA_RT_DTYPE_BF16, 0x1000, {32, 1, 16},
+                  {64, 64}, {32, 64, 1}, 64, __LINE__);
+    expectMapArgs(args[0], "q", FA_RT_DTYPE_BF16, 0x1000, {64, 100, 16},
+                  {128, 12800}, {64, 128, 1}, 128, __LINE__);
+  }
+  // batch = 0: nothing is read; all clamped.
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {0, 0, 0}, {}, args), FA_RT_SUCCESS);
+  if (args.size() == 4)
+    expectMapArgs(args[3], "o", FA_RT_DTYPE_F32, 0, {32, 1, 1}, {128, 128},
+                  {8, 32, 1}, 0, __LINE__);
+
+  // The TMA limits: a dim over 2^32 - 1, a stride of 2^40 bytes.
+  const int64_t big = int64_t(1) << 32;
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {1, big, 7}, t, args),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(),
+                  "tensor map for 'q' (kernel 'main_attention_0'): seqlen_q "
+                  "= 4294967296 exceeds the TMA limit of 2^32 - 1"));
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {big, 1, 1}, t, args),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(), "batch = 4294967296 exceeds"));
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {1, big - 1, 7}, t, args),
+            FA_RT_SUCCESS); // 2^32 - 1 rows of 128 bytes: under 2^39
+  // head_dim 256 bf16: 512-byte rows, 2^31 of them are 2^40 bytes.
+  Manifest wide;
+  EXPECT_EQ(fa::rt::parseManifest(withLine("head_dim", "head_dim 256") +
+                                      "tensor_map q 64 64 none\n",
+                                  "x.manifest", wide),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(wide, {1, big / 2, 1}, t, args),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(),
+                  "tensor map for 'q' (kernel 'main_attention_0'): a stride "
+                  "of 2147483648 x 512 bytes reaches the TMA limit of 2^40 "
+                  "bytes"));
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(wide, {1, big / 2 - 1, 1}, t, args),
+            FA_RT_SUCCESS);
+  if (args.size() == 1)
+    EXPECT_EQ(args[0].globalStrides[1], (uint64_t(1) << 40) - 512);
+  // TMA's own rules, checked before the driver: 16-byte addresses and row
+  // strides.
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {16, 100, 7},
+                                       {0x1000, 0x2008, 0x3000, 0x4000}, args),
+            FA_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT(contains(faRtGetLastError(), "tensor map for 'k' (kernel "
+                                      "'main_attention_0'): the address of k "
+                                      "must be 16-byte aligned"));
+  Manifest narrow;
+  EXPECT_EQ(fa::rt::parseManifest(withLine("head_dim", "head_dim 20") +
+                                      "tensor_map q 8 64 none\n",
+                                  "x.manifest", narrow),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(narrow, {1, 10, 10}, t, args),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(),
+                  "the row stride 40 bytes (head_dim 20 x 2) is not a "
+                  "multiple of 16 bytes"));
+  // No tensor_map line: no map.
+  EXPECT_EQ(fa::rt::parseManifest(kGoodManifest, "x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::buildTensorMapArgs(m, {16, 100, 7}, t, args),
+            FA_RT_SUCCESS);
+  EXPECT(args.empty());
+
+  // The CUDA enums the launch passes.
+  EXPECT_EQ(fa::rt::tensorMapDataType(FA_RT_DTYPE_BF16),
+            CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_EQ(fa::rt::tensorMapDataType(FA_RT_DTYPE_F16),
+            CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  EXPECT_EQ(fa::rt::tensorMapDataType(FA_RT_DTYPE_F32),
+            CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+  EXPECT_EQ(fa::rt::tensorMapSwizzle(0), CU_TENSOR_MAP_SWIZZLE_NONE);
+  EXPECT_EQ(fa::rt::tensorMapSwizzle(32), CU_TENSOR_MAP_SWIZZLE_32B);
+  EXPECT_EQ(fa::rt::tensorMapSwizzle(64), CU_TENSOR_MAP_SWIZZLE_64B);
+  EXPECT_EQ(fa::rt::tensorMapSwizzle(128), CU_TENSOR_MAP_SWIZZLE_128B);
+  EXPECT_EQ(sizeof(CUtensorMap), 128u);
+  EXPECT_EQ(alignof(CUtensorMap) % 64, 0u);
 }
 
 static void testHalfConversion() {
@@ -737,6 +990,12 @@ static void testBackwardManifestGood() {
                 "b.manifest", aligned),
             FA_RT_SUCCESS);
   EXPECT_EQ(aligned.rowAlign, 16);
+
+  // Backward manifests do not read tensor_map: ignored, as unknown keys are.
+  EXPECT_EQ(backwardParseError(backwardWith(
+                "deterministic 0\n",
+                "deterministic 0\ntensor_map q 8 64 none\n")),
+            "<parsed>");
 }
 
 static void testBackwardManifestMalformed() {
@@ -850,11 +1109,21 @@ int main() {
       {"manifest-good", testManifestGood},
       {"manifest-defaults", testManifestDefaultsAndForwardCompat},
       {"manifest-row-align", testManifestRowAlign},
-      {"manifest-malformed", testManifestMalformed},
+      // The tensor_map checks run inside existing entries: lit's
+      // test/Runtime/runtime-unit.test pins the entry count.
+      {"manifest-malformed",
+       [] {
+         testManifestMalformed();
+         testManifestTensorMaps();
+       }},
       {"manifest-file", testManifestFile},
       {"launch-shape", testLaunchShape},
       {"grid", testGrid},
-      {"kernel-params", testKernelParams},
+      {"kernel-params",
+       [] {
+         testKernelParams();
+         testTensorMapArgs();
+       }},
       {"half-conversion", testHalfConversion},
       {"bfloat16-conversion", testBFloat16Conversion},
       {"reference-hand-computed", testReferenceHandComputed},

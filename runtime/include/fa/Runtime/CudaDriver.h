@@ -56,7 +56,8 @@
   X(cuEventDestroy)                                                            \
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)                                                        \
+  X(cuTensorMapEncodeTiled)
 
 namespace fa::rt {
 
@@ -75,6 +76,11 @@ faRtStatus loadCudaDriver();
 
 /// The table; valid only after loadCudaDriver() returned FA_RT_SUCCESS.
 const CudaDriver &cudaDriver();
+
+/// The CUDA enums of a tensor map's element type and swizzle (0, 32, 64 or
+/// 128 bytes; see TensorMapSpec).
+CUtensorMapDataType tensorMapDataType(faRtDtype dtype);
+CUtensorMapSwizzle tensorMapSwizzle(int64_t swizzleBytes);
 
 /// Records "<call> failed: <CUDA_ERROR_NAME> (<description>)" as the thread's
 /// last error and returns the matching status.

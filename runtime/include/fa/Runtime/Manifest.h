@@ -27,6 +27,17 @@ namespace fa::rt {
 /// A dim the manifest marks `?`: any value >= 0 works at launch.
 constexpr int64_t kDynamic = -1;
 
+/// One `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` line: the kernel takes
+/// a 128-byte CUtensorMap of that operand by value, after its memref params
+/// (docs/ARTIFACTS.md, "Tensor maps").
+struct TensorMapSpec {
+  std::string operand;      ///< q, k, v or o
+  int64_t boxCols = 0;      ///< box extent along D (innermost), elements
+  int64_t boxRows = 0;      ///< box extent along T, rows
+  int64_t swizzleBytes = 0; ///< 0 (none), 32, 64 or 128
+  int line = 0;             ///< manifest line, for messages
+};
+
 /// One kernel manifest (docs/ARTIFACTS.md, version 1).
 struct Manifest {
   std::string path; ///< The file it was read from (for messages).
@@ -56,7 +67,9 @@ struct Manifest {
   int64_t rowAlign = 0;
   std::vector<std::string> params; ///< q k v o [lse]
   std::array<std::string, 3> grid; ///< x, y, z expressions
-  std::string ptxPath() const;     ///< ptx resolved against dir
+  /// Extra by-value kernel parameters after params, in manifest order.
+  std::vector<TensorMapSpec> tensorMaps;
+  std::string ptxPath() const; ///< ptx resolved against dir
 };
 
 /// The sizes a launch gives; head dims come from the manifest.
@@ -102,6 +115,37 @@ std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &sizes);
 std::vector<uint64_t> buildKernelParams(const Manifest &manifest,
                                         const LaunchShape &shape,
                                         const TensorPointers &tensors);
+
+/// The arguments of one cuTensorMapEncodeTiled call (rank 3, innermost dim
+/// first), before they are turned into CUDA enums. Interleave none, element
+/// strides 1, L2 promotion 128B and OOB fill none (zeros) are fixed.
+struct TensorMapEncodeArgs {
+  std::string operand;
+  faRtDtype dtype = FA_RT_DTYPE_F32;
+  uint64_t address = 0;
+  std::array<uint64_t, 3> globalDim{};     ///< {D, T, batch}
+  std::array<uint64_t, 2> globalStrides{}; ///< bytes: {row, batch}
+  std::array<uint32_t, 3> boxDim{};        ///< {BOX_COLS, BOX_ROWS, 1}
+  std::array<uint32_t, 3> elementStrides{};
+  int64_t swizzleBytes = 0;
+};
+
+/// The TMA limits cuTensorMapEncodeTiled enforces.
+constexpr uint64_t kTensorMapMaxDim = 0xffffffffull;  ///< 2^32 - 1
+constexpr uint64_t kTensorMapStrideLimit = 1ull << 40; ///< strides below it
+
+/// The encode arguments of the manifest's tensor maps for a launch over
+/// contiguous row-major tensors (buildKernelParams' shapes), in manifest
+/// order. An operand with no element (seqlen_k = 0, say) is never read:
+/// its dims are clamped to >= 1 and its address is q's, so the encode does
+/// not fail. A dim over 2^32 - 1, a stride of 2^40 bytes or more or a row
+/// stride that is not a multiple of 16 bytes is FA_RT_ERROR_SHAPE, an
+/// address that is not 16-byte aligned FA_RT_ERROR_INVALID_ARGUMENT, each
+/// naming the operand.
+faRtStatus buildTensorMapArgs(const Manifest &manifest,
+                              const LaunchShape &shape,
+                              const TensorPointers &tensors,
+                              std::vector<TensorMapEncodeArgs> &args);
 
 //===----------------------------------------------------------------------===//
 // Backward manifests (version 2, `op attention_backward`)
