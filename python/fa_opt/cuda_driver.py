@@ -4,14 +4,18 @@ cuda-bindings (``cuda.bindings.driver``).
 A module is loaded once per (PTX file, device) into the device's primary
 context -- the one PyTorch uses -- and its function kept. A launch is
 ``cuLaunchKernel`` on the caller's stream with the kernel parameters packed
-as 64-bit values; it never synchronizes.
+as 64-bit values, then the manifest's TMA tensor maps (128-byte CUtensorMaps,
+by value); it never synchronizes.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Dict, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Sequence, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .layout import TensorMapArgs
 
 
 class FaCudaError(RuntimeError):
@@ -104,6 +108,41 @@ class _Current:
             check(driver().cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
+# A CUtensorMap: 16 opaque 64-bit words, passed by value.
+_TENSOR_MAP_BYTES = 128
+
+
+def _tensor_map_enums(cu, args):
+    """The CUDA enums of a map's element type and swizzle."""
+    data_type = getattr(cu.CUtensorMapDataType, {
+        "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+        "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+        "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}[args.dtype])
+    swizzle = getattr(cu.CUtensorMapSwizzle, {
+        0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
+        64: "CU_TENSOR_MAP_SWIZZLE_64B",
+        128: "CU_TENSOR_MAP_SWIZZLE_128B"}[args.swizzle])
+    return data_type, swizzle
+
+
+def encode_tensor_map(args, kernel: str = "") -> bytes:
+    """The 128 bytes of the CUtensorMap that ``cuTensorMapEncodeTiled``
+    makes of ``args`` (fa_opt.layout.TensorMapArgs): rank 3, interleave
+    none, L2 promotion 128B, out-of-bounds elements read as zeros."""
+    cu = driver()
+    data_type, swizzle = _tensor_map_enums(cu, args)
+    u64 = [cu.cuuint64_t(x) for x in (*args.global_dim, *args.global_strides)]
+    u32 = [cu.cuuint32_t(x) for x in (*args.box_dim, *args.element_strides)]
+    tensor_map = check(cu.cuTensorMapEncodeTiled(
+        data_type, 3, args.address, u64[:3], u64[3:], u32[:3], u32[3:],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        f"cuTensorMapEncodeTiled (tensor map for '{args.operand}' of kernel "
+        f"'{kernel}')")
+    return ctypes.string_at(tensor_map.getPtr(), _TENSOR_MAP_BYTES)
+
+
 # Dynamic shared memory past this needs an opt-in attribute.
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -147,15 +186,29 @@ class Function:
                       f"cuFuncSetAttribute({name}, max dynamic shared)")
 
     def launch(self, grid: Tuple[int, int, int], block: Tuple[int, int, int],
-               params: Sequence[int], stream: int) -> None:
+               params: Sequence[int], stream: int,
+               tensor_maps: Sequence["TensorMapArgs"] = ()) -> None:
         """Asynchronous launch on ``stream`` (a CUstream handle as int).
-        ``params`` are 64-bit values, one per kernel parameter."""
+        ``params`` are 64-bit values, one per kernel parameter; then one
+        128-byte CUtensorMap per ``tensor_maps`` entry (fa_opt.layout
+        TensorMapArgs), encoded here and passed by value."""
         cu = driver()
-        n = len(params)
-        values = (ctypes.c_uint64 * n)(*[p & 0xFFFFFFFFFFFFFFFF for p in params])
+        n, m = len(params), len(tensor_maps)
+        values = (ctypes.c_uint64 * max(n, 1))(
+            *[p & 0xFFFFFFFFFFFFFFFF for p in params])
         base = ctypes.addressof(values)
-        pointers = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
+        addresses = list(range(base, base + 8 * n, 8))
+        # The maps, each 64-byte aligned inside one buffer that outlives
+        # cuLaunchKernel (the driver copies the parameters at launch).
+        maps = ctypes.create_string_buffer(_TENSOR_MAP_BYTES * m + 64)
+        maps_base = (ctypes.addressof(maps) + 63) & ~63
         with _Current(self.ctx):
+            for i, args in enumerate(tensor_maps):
+                blob = encode_tensor_map(args, self.name)
+                ctypes.memmove(maps_base + _TENSOR_MAP_BYTES * i, blob,
+                               _TENSOR_MAP_BYTES)
+                addresses.append(maps_base + _TENSOR_MAP_BYTES * i)
+            pointers = (ctypes.c_void_p * max(n + m, 1))(*addresses)
             check(cu.cuLaunchKernel(
                 self.function, grid[0], grid[1], grid[2], block[0], block[1],
                 block[2], self.shared_bytes, cu.CUstream(stream),

@@ -28,6 +28,7 @@ that flattens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 
@@ -81,3 +82,90 @@ def rank2(sizes: Sequence[int], strides: Sequence[int]
         return None
     batch, bstride = flat
     return [batch, sizes[-1]], [bstride, strides[-1]]
+
+
+# --- TMA tensor maps ----------------------------------------------------------
+#
+# A forward manifest's `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` lines
+# (docs/ARTIFACTS.md) ask for one CUtensorMap per operand, passed by value
+# after the memref params. The map describes the operand's rank-3 view
+# [batch, T, D] innermost first: dims (D, T, batch), byte strides (T stride,
+# batch stride); for a contiguous tensor (D*esize, T*D*esize), as the C++
+# runtime encodes it (runtime/lib/Manifest.cpp, buildTensorMapArgs).
+
+#: cuTensorMapEncodeTiled's limits: dims at most 2^32 - 1 here, strides
+#: multiples of 16 bytes below 2^40, a 16-byte aligned address.
+TMA_MAX_DIM = (1 << 32) - 1
+TMA_STRIDE_LIMIT = 1 << 40
+
+
+@dataclass(frozen=True)
+class TensorMapArgs:
+    """The arguments of one cuTensorMapEncodeTiled call (rank 3, innermost
+    dim first). Interleave none, L2 promotion 128B and OOB fill none
+    (zeros) are fixed."""
+
+    operand: str
+    dtype: str  # f16 | bf16 | f32
+    address: int
+    global_dim: Tuple[int, int, int]  # (D, T, batch)
+    global_strides: Tuple[int, int]  # bytes: (row, batch)
+    box_dim: Tuple[int, int, int]  # (BOX_COLS, BOX_ROWS, 1)
+    element_strides: Tuple[int, int, int] = (1, 1, 1)
+    swizzle: int = 0  # bytes: 0, 32, 64 or 128
+
+
+_DIM_NAMES = {"q": ("head_dim", "seqlen_q"), "k": ("head_dim", "seqlen_k"),
+              "v": ("head_dim_v", "seqlen_k"), "o": ("head_dim_v", "seqlen_q")}
+
+
+def tensor_map_args(tensor_map, dtype: str, element_size: int, ptr: int,
+                    sizes: Sequence[int], strides: Sequence[int],
+                    q_ptr: int, kernel: str = "") -> TensorMapArgs:
+    """The encode arguments of ``tensor_map`` (a manifest.TensorMap) for an
+    operand whose rank-3 view ``[batch, T, D]`` has these sizes and strides
+    (elements) at ``ptr``. An operand with no element is never read: its
+    dims are clamped to >= 1, its strides made contiguous and its address
+    is ``q_ptr``. Raises ValueError, naming the operand, where TMA cannot
+    describe the view (a dim over 2^32 - 1, a stride of 2^40 bytes or more
+    or not a multiple of 16 bytes, an address not 16-byte aligned)."""
+    name = tensor_map.operand
+    where = f"tensor map for '{name}' (kernel '{kernel}'): "
+    batch, rows, cols = (int(x) for x in sizes)
+    empty = batch <= 0 or rows <= 0 or cols <= 0
+    dims = (max(cols, 1), max(rows, 1), max(batch, 1))
+    for what, value in zip((*_DIM_NAMES[name], "batch"), dims):
+        if value > TMA_MAX_DIM:
+            raise ValueError(f"{where}{what} = {value} exceeds the TMA limit "
+                             f"of 2^32 - 1 ({TMA_MAX_DIM})")
+    if empty:
+        byte_strides = (dims[0] * element_size,
+                        dims[1] * dims[0] * element_size)
+        address = q_ptr
+    else:
+        if int(strides[2]) != 1:
+            raise ValueError(f"{where}the last dim must have stride 1, got "
+                             f"{strides[2]}")
+        # A dim of size 1 is never stepped over: its stride is the
+        # contiguous one, whatever the view says.
+        row = int(strides[1]) if rows > 1 else cols
+        byte_strides = (row * element_size,
+                        (int(strides[0]) if batch > 1 else rows * row)
+                        * element_size)
+        address = ptr
+    for what, stride in zip(("row", "batch"), byte_strides):
+        if stride >= TMA_STRIDE_LIMIT:
+            raise ValueError(f"{where}a {what} stride of {stride} bytes "
+                             f"reaches the TMA limit of 2^40 bytes")
+        if stride % 16:
+            raise ValueError(f"{where}the {what} stride {stride} bytes is not "
+                             f"a multiple of 16 bytes, as TMA needs")
+    if address % 16:
+        raise ValueError(f"{where}the address of {'q' if empty else name} "
+                         f"must be 16-byte aligned (TMA)")
+    return TensorMapArgs(
+        operand=name, dtype=dtype, address=address, global_dim=dims,
+        global_strides=byte_strides,
+        box_dim=(tensor_map.box_cols, tensor_map.box_rows, 1),
+        swizzle=tensor_map.swizzle)
+

@@ -24,6 +24,26 @@ _REQUIRED = ("version", "kernel", "ptx", "dtype", "params", "grid", "threads",
              "block_m")
 
 
+#: Bytes per element of each manifest dtype.
+ELEMENT_SIZES = {"f16": 2, "bf16": 2, "f32": 4}
+
+_TENSOR_MAP_OPERANDS = ("q", "k", "v", "o")
+_SWIZZLES = {"none": 0, "32": 32, "64": 64, "128": 128}
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """One ``tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE`` line: the kernel
+    takes a 128-byte CUtensorMap of that operand by value, after its memref
+    params (docs/ARTIFACTS.md, "Tensor maps")."""
+
+    operand: str  # q, k, v or o
+    box_cols: int  # box extent along D (innermost), elements
+    box_rows: int  # box extent along T, rows
+    swizzle: int  # bytes: 0 (none), 32, 64 or 128
+    line: int = 0  # manifest line, for messages
+
+
 @dataclass
 class Manifest:
     path: str
@@ -49,6 +69,8 @@ class Manifest:
     params: List[str]
     grid: Tuple[str, str, str]
     extra: Dict[str, List[str]] = field(default_factory=dict)
+    # Extra by-value kernel parameters after params, in manifest order.
+    tensor_maps: List[TensorMap] = field(default_factory=list)
     _grid_fn: Optional[Callable] = field(default=None, repr=False)
 
     def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
@@ -97,15 +119,80 @@ def _dim(text: str, where: str) -> Optional[int]:
     return value
 
 
+def _tensor_map_line(rest: List[str], number: int, where: str,
+                     seen: List[TensorMap]) -> TensorMap:
+    """The checks of one ``tensor_map`` line that need no other key (the
+    C++ runtime's messages, runtime/lib/Manifest.cpp)."""
+    if len(rest) != 4:
+        raise ManifestError(f"{where}: expected 4 values for 'tensor_map' "
+                            f"(OPERAND BOX_COLS BOX_ROWS SWIZZLE), got "
+                            f"{len(rest)}")
+    operand = rest[0]
+    if operand not in _TENSOR_MAP_OPERANDS:
+        raise ManifestError(f"{where}: invalid value '{operand}' for "
+                            f"'tensor_map' OPERAND: expected q, k, v or o")
+    for other in seen:
+        if other.operand == operand:
+            raise ManifestError(f"{where}: duplicate tensor_map for "
+                                f"'{operand}' (first on line {other.line})")
+    boxes = []
+    for name, text_value in (("BOX_COLS", rest[1]), ("BOX_ROWS", rest[2])):
+        try:
+            value = _int(text_value)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= 256:
+            raise ManifestError(f"{where}: invalid value '{text_value}' for "
+                                f"'tensor_map' {name}: expected an integer "
+                                f"in [1, 256]")
+        boxes.append(value)
+    if rest[3] not in _SWIZZLES:
+        raise ManifestError(f"{where}: invalid value '{rest[3]}' for "
+                            f"'tensor_map' SWIZZLE: expected none, 32, 64 "
+                            f"or 128")
+    return TensorMap(operand, boxes[0], boxes[1], _SWIZZLES[rest[3]], number)
+
+
+def _check_tensor_maps(m: Manifest, path: str) -> None:
+    """The rules between a ``tensor_map`` line and the other keys."""
+    for tm in m.tensor_maps:
+        where, name = f"{path}:{tm.line}", tm.operand
+        if name not in m.params:
+            raise ManifestError(f"{where}: tensor_map for '{name}', which is "
+                                f"not in params")
+        dtype = m.o_dtype if name == "o" else m.dtype
+        esize = ELEMENT_SIZES[dtype]
+        row_bytes = tm.box_cols * esize
+        box_text = (f"BOX_COLS {tm.box_cols} x {esize} bytes ({dtype}) = "
+                    f"{row_bytes} bytes")
+        if row_bytes % 16:
+            raise ManifestError(f"{where}: tensor_map '{name}': {box_text} is "
+                                f"not a multiple of 16 bytes")
+        key = "head_dim_v" if name in ("v", "o") else "head_dim"
+        if tm.box_cols > getattr(m, key):
+            raise ManifestError(f"{where}: tensor_map '{name}': BOX_COLS "
+                                f"{tm.box_cols} exceeds {key} "
+                                f"{getattr(m, key)}")
+        if tm.swizzle and row_bytes > tm.swizzle:
+            raise ManifestError(f"{where}: tensor_map '{name}': {box_text} "
+                                f"exceeds the {tm.swizzle}-byte swizzle span")
+
+
 def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     """Parses manifest text; ``path`` locates the PTX and prefixes errors."""
     values: Dict[str, List[str]] = {}
     lines: Dict[str, int] = {}
+    tensor_maps: List[TensorMap] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         key, *rest = line.split()
+        if key == "tensor_map":  # one line per map
+            tensor_maps.append(_tensor_map_line(rest, number,
+                                                f"{path}:{number}",
+                                                tensor_maps))
+            continue
         if key in values:
             raise ManifestError(f"{path}:{number}: duplicate key '{key}'")
         values[key] = rest
@@ -178,7 +265,8 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
         block_n=integer("block_n") if "block_n" in values else None,
         threads=integer("threads"), shared_bytes=integer("shared_bytes", 0),
         params=list(values["params"]), grid=(grid[0], grid[1], grid[2]),
-        extra={k: v for k, v in values.items() if k not in known})
+        extra={k: v for k, v in values.items() if k not in known},
+        tensor_maps=tensor_maps)
     _check_ranges(manifest, path)
     if manifest.block_m < 1:
         raise ManifestError(f"{where('block_m')}: expected a positive integer "
@@ -186,6 +274,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     if manifest.has_lse != ("lse" in manifest.params):
         raise ManifestError(f"{where('params')}: has_lse {int(manifest.has_lse)} "
                             f"but params are {' '.join(manifest.params)}")
+    _check_tensor_maps(manifest, path)
     compile_grid(manifest.grid, manifest)  # reject bad expressions early
     return manifest
 

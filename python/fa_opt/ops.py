@@ -77,7 +77,10 @@ def _as_memref(name: str, t: torch.Tensor, inputs=None):
 # do in the backward's _delta, hence _BACKWARD_INPUTS): each row must start
 # at a 16-byte aligned address. A view that breaks that (an odd storage
 # offset, a row stride that is not a multiple of 16 bytes) is copied into
-# fresh storage; outputs are allocated here and always aligned.
+# fresh storage; outputs are allocated here and always aligned. The same
+# rule makes every q/k/v/o view one a TMA tensor map can describe
+# (fa_opt.layout.tensor_map_args: 16-byte aligned start and strides; a
+# broadcast stride 0 too, checked on the H200).
 _INPUTS = frozenset(("q", "k", "v", "do", "dout"))
 # The backward's inputs: the above and o.
 _BACKWARD_INPUTS = _INPUTS | {"o"}

@@ -27,9 +27,9 @@ from . import cache
 from .compiler import (Artifact, FaOptNotFoundError, compile_attention,
                        find_fa_opt)
 from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
-from .layout import memref_params
-from .manifest import (BackwardManifest, Manifest, ManifestError,
-                       read_any_manifest)
+from .layout import TensorMapArgs, memref_params, tensor_map_args
+from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
+                       ManifestError, read_any_manifest)
 
 # Grid y (the batch) is limited to 65535 blocks: larger batches are launched
 # in chunks, the tensors' memref offsets advanced by the chunk start.
@@ -104,7 +104,32 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
             sizes = [chunk, *sizes[1:]]
             params += memref_params(ptr + start * strides[0] * tensors[name][3]
                                     if start else ptr, sizes, strides)
-        fn.launch(grid, block, params, stream)
+        fn.launch(grid, block, params, stream,
+                  tensor_maps_for(manifest, tensors, start, chunk))
+
+
+def tensor_maps_for(manifest: Manifest,
+                    tensors: Dict[str, Tuple[int, Sequence[int],
+                                             Sequence[int], int]],
+                    start: int = 0, chunk: Optional[int] = None
+                    ) -> List[TensorMapArgs]:
+    """The encode arguments of the manifest's ``tensor_map`` lines, in
+    order, for the batches ``[start, start + chunk)`` of ``tensors`` (as
+    :func:`launch` takes them; q's pointer stands in for an operand with no
+    element)."""
+    if not manifest.tensor_maps:
+        return []
+    q_ptr, _, q_strides, q_esize = tensors["q"]
+    q_ptr += start * q_strides[0] * q_esize
+    args = []
+    for tm in manifest.tensor_maps:
+        ptr, sizes, strides, esize = tensors[tm.operand]
+        dtype = manifest.o_dtype if tm.operand == "o" else manifest.dtype
+        args.append(tensor_map_args(
+            tm, dtype, ELEMENT_SIZES[dtype], ptr + start * strides[0] * esize,
+            [sizes[0] if chunk is None else chunk, *sizes[1:]], strides,
+            q_ptr, manifest.kernel))
+    return args
 
 
 def _manifest_config_matches(m: Manifest, c: AttentionConfig) -> bool:

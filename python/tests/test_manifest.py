@@ -146,3 +146,120 @@ def test_backward_manifest(tmp_path):
         parse_any_manifest(BACKWARD.replace("threads 128\n", "threads 2048\n"))
     with pytest.raises(ManifestError, match="no kernel section"):
         parse_any_manifest(BACKWARD[:BACKWARD.index("kernel ")])
+
+
+# --- tensor_map lines (TMA forward kernels) ------------------------------------
+# DOC_EXAMPLE is bf16, head_dim 64, head_dim_v 64, 22 lines: appended lines
+# are 23, 24, ... (the C++ runtime's unit tests use the same texts).
+
+def test_tensor_maps(tmp_path):
+    from fa_opt.manifest import TensorMap
+    m = parse_manifest(DOC_EXAMPLE + "tensor_map q 64 128 128\n"
+                       "tensor_map k 8 64 none  # x\n"
+                       "tensor_map v 16 64 32\ntensor_map o 32 1 64\n")
+    assert m.tensor_maps == [TensorMap("q", 64, 128, 128, 23),
+                             TensorMap("k", 8, 64, 0, 24),
+                             TensorMap("v", 16, 64, 32, 25),
+                             TensorMap("o", 32, 1, 64, 26)]
+    assert "tensor_map" not in m.extra
+    assert m.params == ["q", "k", "v", "o", "lse"]
+    assert parse_manifest(DOC_EXAMPLE).tensor_maps == []
+    # A line may come before the keys it is checked against.
+    m = parse_manifest("tensor_map k 256 256 none\n"
+                       + DOC_EXAMPLE.replace("head_dim 64", "head_dim 256"))
+    assert m.tensor_maps == [TensorMap("k", 256, 256, 0, 1)]
+    # f32: 4 columns are 16 bytes; o takes o_dtype.
+    m = parse_manifest(DOC_EXAMPLE.replace("dtype bf16 ", "dtype f32 ")
+                       + "tensor_map k 4 64 none\ntensor_map q 32 64 128\n")
+    assert [t.box_cols for t in m.tensor_maps] == [4, 32]
+
+
+def _o_dtype(dtype):
+    return lambda t: t.replace("o_dtype bf16", f"o_dtype {dtype}")
+
+
+def _head_dim(key, value):
+    return lambda t: t.replace(f"{key} 64", f"{key} {value}")
+
+
+@pytest.mark.parametrize("extra,edit,message", [
+    ("tensor_map q 8 128\n", None,
+     "x.manifest:23: expected 4 values for 'tensor_map' (OPERAND BOX_COLS "
+     "BOX_ROWS SWIZZLE), got 3"),
+    ("tensor_map lse 8 128 none\n", None,
+     "x.manifest:23: invalid value 'lse' for 'tensor_map' OPERAND: expected "
+     "q, k, v or o"),
+    ("tensor_map k 8 128 none\ntensor_map q 8 128 none\n"
+     "tensor_map k 8 64 none\n", None,
+     "x.manifest:25: duplicate tensor_map for 'k' (first on line 23)"),
+    ("tensor_map q 0 128 none\n", None,
+     "x.manifest:23: invalid value '0' for 'tensor_map' BOX_COLS: expected "
+     "an integer in [1, 256]"),
+    ("tensor_map q 264 128 none\n", None,
+     "invalid value '264' for 'tensor_map' BOX_COLS"),
+    ("tensor_map q -8 128 none\n", None,
+     "invalid value '-8' for 'tensor_map' BOX_COLS"),
+    ("tensor_map q +8 128 none\n", None,
+     "invalid value '+8' for 'tensor_map' BOX_COLS"),
+    ("tensor_map q 8.0 128 none\n", None,
+     "invalid value '8.0' for 'tensor_map' BOX_COLS"),
+    ("tensor_map q 8 0 none\n", None,
+     "invalid value '0' for 'tensor_map' BOX_ROWS: expected an integer in "
+     "[1, 256]"),
+    ("tensor_map q 8 257 none\n", None,
+     "invalid value '257' for 'tensor_map' BOX_ROWS"),
+    ("tensor_map q 8 1x none\n", None,
+     "invalid value '1x' for 'tensor_map' BOX_ROWS"),
+    ("tensor_map q 8 64 16\n", None,
+     "x.manifest:23: invalid value '16' for 'tensor_map' SWIZZLE: expected "
+     "none, 32, 64 or 128"),
+    ("tensor_map q 8 64 128B\n", None,
+     "invalid value '128B' for 'tensor_map' SWIZZLE"),
+    ("tensor_map q 8 64 NONE\n", None,
+     "invalid value 'NONE' for 'tensor_map' SWIZZLE"),
+    ("tensor_map q 8 64 none\ntensor_map k 12 64 none\n", None,
+     "x.manifest:24: tensor_map 'k': BOX_COLS 12 x 2 bytes (bf16) = 24 "
+     "bytes is not a multiple of 16 bytes"),
+    ("tensor_map q 2 64 none\n",
+     lambda t: t.replace("dtype bf16 ", "dtype f32 "),
+     "tensor_map 'q': BOX_COLS 2 x 4 bytes (f32) = 8 bytes is not a "
+     "multiple of 16 bytes"),
+    ("tensor_map q 72 64 none\n", None,
+     "x.manifest:23: tensor_map 'q': BOX_COLS 72 exceeds head_dim 64"),
+    ("tensor_map v 64 64 none\n", _head_dim("head_dim_v", 32),
+     "tensor_map 'v': BOX_COLS 64 exceeds head_dim_v 32"),
+    ("tensor_map o 64 64 none\n", _head_dim("head_dim_v", 32),
+     "tensor_map 'o': BOX_COLS 64 exceeds head_dim_v 32"),
+    ("tensor_map k 64 64 none\n", _head_dim("head_dim", 32),
+     "tensor_map 'k': BOX_COLS 64 exceeds head_dim 32"),
+    ("tensor_map k 64 64 64\n", None,
+     "x.manifest:23: tensor_map 'k': BOX_COLS 64 x 2 bytes (bf16) = 128 "
+     "bytes exceeds the 64-byte swizzle span"),
+    ("tensor_map v 24 64 32\n", None,
+     "tensor_map 'v': BOX_COLS 24 x 2 bytes (bf16) = 48 bytes exceeds "
+     "the 32-byte swizzle span"),
+    ("tensor_map o 64 64 128\n", _o_dtype("f32"),
+     "tensor_map 'o': BOX_COLS 64 x 4 bytes (f32) = 256 bytes exceeds "
+     "the 128-byte swizzle span"),
+    # Python's reader takes params without o (the C++ one wants q k v o).
+    ("tensor_map o 8 64 none\n",
+     lambda t: t.replace("params q k v o lse", "params q k v lse"),
+     "x.manifest:23: tensor_map for 'o', which is not in params"),
+])
+def test_tensor_map_malformed(extra, edit, message):
+    """Each rule, with the C++ runtime's message (file:line first)."""
+    text = DOC_EXAMPLE if edit is None else edit(DOC_EXAMPLE)
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(text + extra, "x.manifest")
+    assert message in str(info.value)
+
+
+def test_backward_manifest_tensor_map_is_not_read():
+    """Version 2 manifests do not read tensor_map; one line is an unknown
+    header key, two are a duplicate key (as before the key existed)."""
+    from fa_opt.manifest import parse_any_manifest
+    line = "tensor_map q 8 64 none\n"
+    text = BACKWARD.replace("deterministic 0\n", "deterministic 0\n" + line)
+    assert not hasattr(parse_any_manifest(text), "tensor_maps")
+    with pytest.raises(ManifestError, match="duplicate key 'tensor_map'"):
+        parse_any_manifest(text.replace(line, line + line))
