@@ -15,22 +15,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "KernelAbi.cuh"
+
 #include <math_constants.h>
 
 namespace {
 
 enum Causal { kNone = 0, kTopLeft = 1, kBottomRight = 2 };
-
-template <typename T> __device__ float toFloat(T x);
-template <> __device__ float toFloat<float>(float x) { return x; }
-template <> __device__ float toFloat<__half>(__half x) {
-  return __half2float(x);
-}
-template <> __device__ float toFloat<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
 
 template <typename T> __device__ T fromFloat(float x);
 template <> __device__ float fromFloat<float>(float x) { return x; }
@@ -96,12 +87,6 @@ __device__ void attentionRow(MemRef3<T> q, MemRef3<T> k, MemRef3<T> v,
 
 } // namespace
 
-// The expanded memref descriptors, as the MLIR calling convention passes
-// them: 9 scalars per rank-3 memref, 7 per rank-2.
-#define MEMREF3_PARAMS(T, n)                                                   \
-  T *n##Alloc, T *n##Aligned, long long n##Off, long long n##S0,               \
-      long long n##S1, long long n##S2, long long n##St0, long long n##St1,    \
-      long long n##St2
 #define MEMREF3(T, n)                                                          \
   MemRef3<T> {                                                                 \
     n##Aligned, n##Off, {n##S0, n##S1, n##S2}, { n##St0, n##St1, n##St2 }      \
