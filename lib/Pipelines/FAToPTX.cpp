@@ -129,6 +129,12 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
     return "fa-to-ptx: wgmma=true needs chip=sm_90a (wgmma exists only on "
            "the architecture-specific Hopper target), got chip=" +
            chip;
+  // Likewise TMA, which only the wgmma forward uses.
+  if (options.tma.getNumOccurrences() > 0 && options.tma &&
+      (chip != "sm_90a" || !options.wgmma))
+    return "fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, "
+           "wgmma=true), got chip=" +
+           chip + (options.wgmma ? "" : " with wgmma=false");
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;
@@ -161,11 +167,12 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.deterministic = options.deterministic;
   kernel.numWarps = options.numWarps;
   kernel.stages = options.stages;
-  kernel.tma = options.tma;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.
   kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
   // wgmma exists only on the architecture-specific sm_90a target.
   kernel.wgmma = kernel.tensorCores && options.wgmma && options.chip == "sm_90a";
+  // TMA loads (the wgmma forward only).
+  kernel.tma = kernel.wgmma && options.tma;
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());

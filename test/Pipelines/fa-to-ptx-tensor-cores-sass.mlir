@@ -1,7 +1,7 @@
 // SASS of the tensor-core kernels (forward; the sm_90a backward below). sm_90a (the default): the warpgroup MMA
 // (HGMMA 64x128x16 on bf16 with f32 accumulation, its fences and waits),
-// cp.async through L1 (LDGSTS without BYPASS), ex2 on the MUFU; no local
-// memory and no mma.sync. With wgmma=false (and on sm_80): HMMA on bf16,
+// TMA loads (UTMALDG) completing on mbarriers (SYNCS), ex2 on the MUFU; no local
+// memory, no cp.async and no mma.sync. With wgmma=false (and on sm_80): HMMA on bf16,
 // ldmatrix (LDSM), cp.async bypassing L1.
 
 // REQUIRES: ptxas, cuobjdump
@@ -21,9 +21,10 @@
 // WGMMA-DAG: HGMMA.64x128x16.F32.BF16
 // WGMMA-DAG: WARPGROUP.ARRIVE
 // WGMMA-DAG: WARPGROUP.DEPBAR.LE
-// WGMMA-DAG: LDGSTS.E.128
+// WGMMA-DAG: UTMALDG.3D
+// WGMMA-DAG: SYNCS.PHASECHK.TRANS64.TRYWAIT
 // WGMMA-DAG: MUFU.EX2
-// WGMMA-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS}}
+// WGMMA-NOT: {{LDL|STL|HMMA|LDGSTS}}
 
 // MMA-DAG: LDGSTS.E.BYPASS.128
 // MMA-DAG: LDSM.16.M88.4

@@ -1,11 +1,12 @@
-// fa-to-ptx tma=true: the wgmma forward loads Q/K/V by TMA. The PTX takes
-// the three tensor maps as by-value 128-byte, 64-byte-aligned parameters
-// (cvta.param gives their generic address), the dynamic workgroup memory
-// is 128-byte aligned, the manifest lists the maps, and ptxas assembles
-// every kernel with no spills and no serialized wgmma.
+// fa-to-ptx (tma=true is its default on sm_90a): the wgmma forward loads
+// Q/K/V by TMA. The PTX takes the three tensor maps as by-value 128-byte,
+// 64-byte-aligned parameters (cvta.param gives their generic address), the
+// dynamic workgroup memory is 1024-byte aligned (128-byte swizzle), the
+// manifest lists the maps, and ptxas assembles every kernel with no spills
+// and no serialized wgmma.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tma=true output-dir=%t" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/bf16_d128_none_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/bf16_d128_none_attention_0.manifest
 // RUN: FileCheck %s --check-prefix=MANIFEST64 < %t/f16_d64_causal_attention_0.manifest
@@ -13,15 +14,23 @@
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d128_causal_attention_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/f16_d64_causal_attention_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d32_attention_0.ptx -o %t/d.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
-// The mma.sync path (sm_80) has no TMA: tma is ignored there.
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_80 tma=true output-dir=%t/sm80" -o /dev/null
-// RUN: not grep -l "tensor_map\|cp.async.bulk" %t/sm80/bf16_d128_none_attention_0.manifest %t/sm80/bf16_d128_none_attention_0.ptx
+// tma=false: cp.async, no maps. sm_80 (no wgmma): no TMA either.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tma=false output-dir=%t/cp" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_80 output-dir=%t/sm80" -o /dev/null
+// RUN: not grep -l "tensor_map\|cp.async.bulk" %t/cp/bf16_d128_none_attention_0.manifest %t/cp/bf16_d128_none_attention_0.ptx %t/sm80/bf16_d128_none_attention_0.manifest %t/sm80/bf16_d128_none_attention_0.ptx
+// RUN: grep -q "cp.async.ca" %t/cp/bf16_d128_none_attention_0.ptx
+// tma=true given where there is no wgmma forward: an error, not a silent
+// cp.async kernel.
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR80
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a wgmma=false tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRMMA
+// ERR80: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true), got chip=sm_80
+// ERRMMA: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true), got chip=sm_90a with wgmma=false
 
 // PTX: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],
 // PTX-NEXT: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],
 // PTX-NEXT: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128]
 // PTX-NEXT: )
-// PTX: .shared .align 128 .b8 __dynamic_shmem__0;
+// PTX: .shared .align 1024 .b8 __dynamic_shmem__0;
 // PTX: cvta.param.u64
 // PTX: prefetch.tensormap
 // PTX: mbarrier.init.shared::cta.b64
@@ -31,18 +40,23 @@
 // PTX-NOT: cp.async.cg
 // PTX-NOT: cp.async.ca
 
-// MANIFEST: shared_bytes 229432
+// MANIFEST: shared_bytes 163880
 // MANIFEST: params q k v o lse
-// MANIFEST-NEXT: tensor_map q 8 128 none
-// MANIFEST-NEXT: tensor_map k 8 128 none
-// MANIFEST-NEXT: tensor_map v 8 128 none
+// MANIFEST-NEXT: tensor_map q 64 128 128
+// MANIFEST-NEXT: tensor_map k 64 128 128
+// MANIFEST-NEXT: tensor_map v 64 128 128
 // MANIFEST-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
 
 // MANIFEST64: block_n 64
 // MANIFEST64: params q k v o
-// MANIFEST64-NEXT: tensor_map q 8 128 none
-// MANIFEST64-NEXT: tensor_map k 8 64 none
-// MANIFEST64-NEXT: tensor_map v 8 64 none
+// MANIFEST64-NEXT: tensor_map q 64 128 128
+// MANIFEST64-NEXT: tensor_map k 64 64 128
+// MANIFEST64-NEXT: tensor_map v 64 64 128
+// Head dim 32: rows of 64 bytes, so 32-column boxes with the 64-byte swizzle.
+// RUN: FileCheck %s --check-prefix=MANIFEST32 < %t/bf16_d32_attention_0.manifest
+// MANIFEST32: tensor_map q 32 128 64
+// MANIFEST32-NEXT: tensor_map k 32 64 64
+// MANIFEST32-NEXT: tensor_map v 32 64 64
 
 // NOSPILL: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // NOSPILL-NOT: C751{{[0-9]}}

@@ -303,8 +303,9 @@ def FALowerTensorMapParams
     the launcher passed by value (as CUDA C++ `const __grid_constant__
     CUtensorMap`). When a kernel of the gpu.module has tensor maps, the
     module's workgroup-memory globals (the dynamic workgroup memory's
-    symbol among them) are aligned to at least 128 bytes, the alignment
-    TMA destinations need. Run after `convert-gpu-to-nvvm`.
+    symbol among them) are aligned to at least 1024 bytes: TMA
+    destinations need 128, and the 128-byte swizzle that TMA writes and
+    wgmma reads repeats every 1024 bytes of address. Run after `convert-gpu-to-nvvm`.
 
     Errors: the attribute on a function that is not a kernel
     (`nvvm.kernel`), an attribute that is not a non-negative integer no

@@ -90,9 +90,11 @@ struct FAToPTXPipelineOptions
   PassOptions::Option<bool> tma{
       *this, "tma",
       llvm::cl::desc("wgmma forward (sm_90a): Q/K/V tiles by TMA "
-                     "(cp.async.bulk.tensor on mbarriers, tensor maps "
-                     "encoded by the runtime) instead of cp.async"),
-      llvm::cl::init(false)};
+                     "(cp.async.bulk.tensor on mbarriers, 128-byte swizzle, "
+                     "tensor maps encoded by the runtime); false: cp.async "
+                     "into padded no-swizzle tiles; given as true with "
+                     "another chip or wgmma=false: an error"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
       llvm::cl::desc("fa.attention_backward: dq from its own kernel over "

@@ -33,9 +33,11 @@ namespace {
 /// Bytes and alignment of a CUtensorMap (cuda.h: 16 x 64-bit, alignas 64).
 constexpr int64_t kTensorMapBytes = 128;
 constexpr int64_t kTensorMapAlign = 64;
-/// Alignment of a TMA destination in workgroup memory (PTX ISA,
-/// cp.async.bulk.tensor: 128 bytes).
-constexpr uint64_t kTmaSharedAlign = 128;
+/// Alignment of the workgroup memory of a TMA kernel: a TMA destination
+/// needs 128 bytes (PTX ISA, cp.async.bulk.tensor), and the 128-byte
+/// swizzle pattern repeats every 1024 bytes, which TMA and wgmma both
+/// apply from the address bits, so the tiles start at 1024-byte multiples.
+constexpr uint64_t kTmaSharedAlign = 1024;
 
 /// Gives the last N arguments of `func` (N from its attribute) the
 /// by-value tensor-map attributes; false after an error.
@@ -94,9 +96,8 @@ struct LowerTensorMapParamsPass
         return signalPassFailure();
       anyTma = true;
     }
-    // TMA writes workgroup memory at 128-byte aligned addresses; the tiles
-    // are at 128-byte multiples from the start of the dynamic workgroup
-    // memory, whose symbol convert-gpu-to-nvvm aligns to 16 only.
+    // The tiles are at 1024-byte multiples from the start of the dynamic
+    // workgroup memory, whose symbol convert-gpu-to-nvvm aligns to 16 only.
     if (!anyTma)
       return;
     for (auto global : module.getOps<LLVM::GlobalOp>())

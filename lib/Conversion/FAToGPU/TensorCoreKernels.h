@@ -65,6 +65,14 @@ struct TensorCoreForwardShape {
   }
 };
 
+/// TMA tiles of `columns` 2-byte elements per row are stored with the
+/// 128-byte swizzle (64-byte when a row is 64 bytes: head dim 32), in
+/// blocks of swizzleBytes / 2 columns, as the tensor maps load them and
+/// the wgmma descriptors read them.
+inline int64_t tmaSwizzleBytes(int64_t columns) {
+  return std::min<int64_t>(128, columns * 2);
+}
+
 /// The number of tensor-map arguments that close a TMA kernel's argument
 /// list (q, k, v), and the function attribute that records it until
 /// fa-lower-tensor-map-params makes them by-value parameters.

@@ -101,19 +101,40 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       arith::CeilDivSIOp::create(b, loc, kvEnd, fb.cstIndex(blockN));
   Value anyBlock = fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0);
 
-  // Descriptors. Q (A, K-major): this warpgroup's 64 rows start at byte
-  // 1024 * warpgroup; k16 step kc two core columns (2 * colM bytes) more.
+  // Descriptors. cp.async (canonical no-swizzle layout): Q (A, K-major):
+  // this warpgroup's 64 rows start at byte 1024 * warpgroup; k16 step kc
+  // two core columns (2 * colM bytes) more. V (B, N-major): the leading
+  // byte offset steps along K (keys: 128), the stride byte offset along N
+  // (head dim: one core column, colN).
+  //
+  // TMA (swizzled layout: blocks of one swizzle row, `swizzle` bytes, per
+  // row; 8-row atoms of 8 x swizzle bytes): Q and K (K-major) have their
+  // 8-row groups 8 x swizzle bytes apart (stride byte offset; the leading
+  // one is unused), k16 step kc at 32 bytes x (kc % steps per row) within
+  // block kc / (steps per row); this warpgroup's Q rows at 64 x swizzle
+  // bytes. V (N-major) has its 8-key groups 8 x swizzle bytes apart (stride
+  // byte offset) and its blocks of head-dim columns blockN x swizzle bytes
+  // apart (leading byte offset); a k16 step is 16 keys.
+  const int64_t swizzleQK = ks.tma ? tmaSwizzleBytes(ks.d) : 0;
+  const int64_t swizzleV = ks.tma ? tmaSwizzleBytes(ks.dv) : 0;
   Value warpgroup = arith::DivUIOp::create(b, loc, warp, fb.cstIndex(4));
-  Descriptor qDesc = makeDescriptor(fb, smemUnits, colM, 128);
+  Descriptor qDesc =
+      ks.tma ? makeDescriptor(fb, smemUnits, 16, 8 * swizzleQK, swizzleQK)
+             : makeDescriptor(fb, smemUnits, colM, 128);
+  const int64_t warpgroupRows = ks.tma ? 64 * swizzleQK : 1024;
   Value qBase =
       qDesc.at(fb, arith::IndexCastUIOp::create(
                        b, loc, i64,
-                       fb.add(fb.mul(warpgroup, fb.cstIndex(1024 >> 4)),
+                       fb.add(fb.mul(warpgroup,
+                                     fb.cstIndex(warpgroupRows >> 4)),
                               fb.cstIndex(layout.qOffset >> 4))));
-  Descriptor kDesc = makeDescriptor(fb, smemUnits, colN, 128);
-  // V (B, N-major): the leading byte offset steps along K (keys: 128),
-  // the stride byte offset along N (head dim: one core column, colN).
-  Descriptor vDesc = makeDescriptor(fb, smemUnits, 128, colN);
+  Descriptor kDesc =
+      ks.tma ? makeDescriptor(fb, smemUnits, 16, 8 * swizzleQK, swizzleQK)
+             : makeDescriptor(fb, smemUnits, colN, 128);
+  Descriptor vDesc =
+      ks.tma ? makeDescriptor(fb, smemUnits, blockN * swizzleV,
+                              8 * swizzleV, swizzleV)
+             : makeDescriptor(fb, smemUnits, 128, colN);
 
   // cp.async of key block jb's K (or V) tile into stage jb % 2, when jb is
   // a block this query block visits; always commits a group (possibly
@@ -173,7 +194,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
           arith::MulIOp::create(ib, il, toI32(y, stage),
                                 cstI32(y, stageBytes)));
       tmaLoadTile(y, isV ? vMap : kMap, dst, blockN, isV ? ks.dv : ks.d,
-                  colN, toI32(y, y.mul(jb, y.cstIndex(blockN))), batch32,
+                  (isV ? swizzleV : swizzleQK) / 2,
+                  toI32(y, y.mul(jb, y.cstIndex(blockN))), batch32,
                   stageBarrier(y, jb, isV).first);
       scf::YieldOp::create(ib, il);
     });
@@ -195,6 +217,12 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto issueS = [&](FragmentBuilder &x, Value jb) {
     Value kBase =
         kDesc.at(x, stageUnits(x, jb, stages, layout.kOffset, kStageBytes));
+    if (ks.tma)
+      return wgmmaProductSS(
+          x, blockN, dChunks, qBase, 32 >> 4, kBase, 32 >> 4,
+          /*zeroInit=*/false,
+          SwizzledSteps{swizzleQK / 32, (blockM * swizzleQK) >> 4,
+                        (blockN * swizzleQK) >> 4});
     return wgmmaProductSS(x, blockN, dChunks, qBase, (2 * colM) >> 4, kBase,
                           (2 * colN) >> 4);
   };
@@ -205,7 +233,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                      SmallVector<Value> pRegs, Value jb) {
     Value vBase =
         vDesc.at(x, stageUnits(x, jb, stages, layout.vOffset, vStageBytes));
-    return wgmmaAccumulateRS(x, ks.dv, oAcc, pRegs, vBase);
+    return wgmmaAccumulateRS(x, ks.dv, oAcc, pRegs, vBase,
+                             ks.tma ? (16 * swizzleV) >> 4 : 256 >> 4);
   };
 
   // The online softmax of key block jb on the S accumulators (R = 1 m16
@@ -253,7 +282,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       tmaLoadTile(y, qMap,
                   arith::AddIOp::create(ib, il, shared.addr,
                                         cstI32(y, layout.qOffset)),
-                  blockM, ks.d, colM, toI32(y, i0), batch32, barrier(y, 0));
+                  blockM, ks.d, swizzleQK / 2, toI32(y, i0), batch32,
+                  barrier(y, 0));
       scf::YieldOp::create(ib, il);
     });
   } else {

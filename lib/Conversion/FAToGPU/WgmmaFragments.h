@@ -143,7 +143,8 @@ inline std::string wgmmaText(int64_t n, Type elt, bool aInRegs, bool transB,
 
 /// A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor
 /// Format"): start address >> 4 in bits 0-13, leading byte offset >> 4 in
-/// 16-29, stride byte offset >> 4 in 32-45, no swizzle.
+/// 16-29, stride byte offset >> 4 in 32-45, the swizzle mode in 62-63 (0:
+/// none; 1, 2, 3: 128-, 64-, 32-byte).
 struct Descriptor {
   Value base; // i64: (workgroup address of the dynamic memory) >> 4 | offsets
 
@@ -153,8 +154,14 @@ struct Descriptor {
 };
 
 inline Descriptor makeDescriptor(FragmentBuilder &x, Value smemUnits,
-                                 int64_t lbo, int64_t sbo) {
-  int64_t high = ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+                                 int64_t lbo, int64_t sbo,
+                                 int64_t swizzleBytes = 0) {
+  int64_t mode = swizzleBytes == 128 ? 1
+                 : swizzleBytes == 64 ? 2
+                 : swizzleBytes == 32 ? 3
+                                      : 0;
+  int64_t high = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) |
+                 static_cast<int64_t>(static_cast<uint64_t>(mode) << 62);
   Value h = arith::ConstantIntOp::create(x.b, x.loc, x.b.getI64Type(), high);
   return Descriptor{arith::AddIOp::create(x.b, x.loc, smemUnits, h)};
 }
@@ -351,25 +358,27 @@ inline void mbarrierWait(FragmentBuilder &x, Value bar, Value parity) {
             {}, ValueRange{bar, parity});
 }
 
-/// Issues (from one thread) the TMA load of a [rows, columns] tile into the
-/// canonical no-swizzle layout: `columns / 8` boxes of 8 elements x rows,
-/// box c from tensor coordinates (8c, `row`, `batch`) of the rank-3 tensor
-/// map `map` to shared address `dst` + c * `columnBytes`, all completing on
-/// the mbarrier at `bar`, which is told to expect `rows * columns * 2`
-/// bytes (rows past the tensor's end arrive as zeros and count).
+/// Issues (from one thread) the TMA load of a [rows, columns] tile of
+/// 2-byte elements: `columns / boxColumns` boxes of boxColumns x rows, box c
+/// from tensor coordinates (c * boxColumns, `row`, `batch`) of the rank-3
+/// tensor map `map` to shared address `dst` + c * rows * boxColumns * 2
+/// (each box dense, swizzled as the map says), all completing on the
+/// mbarrier at `bar`, which is told to expect `rows * columns * 2` bytes
+/// (rows past the tensor's end arrive as zeros and count).
 inline void tmaLoadTile(FragmentBuilder &x, Value map, Value dst,
-                        int64_t rows, int64_t columns, int64_t columnBytes,
+                        int64_t rows, int64_t columns, int64_t boxColumns,
                         Value row, Value batch, Value bar) {
   inlinePtx(x, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", {},
             ValueRange{bar, cstI32(x, rows * columns * 2)});
-  for (int64_t c = 0; c < columns / 8; ++c)
+  const int64_t boxBytes = rows * boxColumns * 2;
+  for (int64_t c = 0; c < columns / boxColumns; ++c)
     inlinePtx(x,
               "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
               "complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];",
               {},
               ValueRange{arith::AddIOp::create(x.b, x.loc, dst,
-                                               cstI32(x, c * columnBytes)),
-                         map, cstI32(x, 8 * c), row, batch, bar});
+                                               cstI32(x, c * boxBytes)),
+                         map, cstI32(x, boxColumns * c), row, batch, bar});
 }
 
 /// Waits for the cp.async groups older than the newest `pending` ones,
@@ -406,20 +415,33 @@ inline Value stageUnits(FragmentBuilder &x, Value tb, int64_t stages,
 /// `aBase` + kc * `aStep` and B at `bBase` + kc * `bStep` (16-byte units).
 /// Returns the n / 2 accumulator scalars, valid after the matching
 /// wgmma.wait_group.
+///
+/// With `stepsPerBlock` (swizzled layouts: the k16 steps in one swizzle row
+/// of 64 or 128 bytes), step kc reads at (kc % stepsPerBlock) * step + (kc /
+/// stepsPerBlock) * blockStep instead (A and B share the step counts).
+struct SwizzledSteps {
+  int64_t stepsPerBlock = 0; // 0: a constant step
+  int64_t aBlockStep = 0, bBlockStep = 0;
+};
+
 inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
                                          int64_t kSteps, Value aBase,
                                          int64_t aStep, Value bBase,
-                                         int64_t bStep, bool zeroInit = false) {
+                                         int64_t bStep, bool zeroInit = false,
+                                         SwizzledSteps swizzled = {}) {
   SmallVector<Type> types(n / 2, x.f32);
   SmallVector<Value> acc;
   if (zeroInit)
     acc.assign(n / 2, x.cstF32(0.0));
   inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
   for (int64_t kc = 0; kc < kSteps; ++kc) {
-    Value descA =
-        arith::AddIOp::create(x.b, x.loc, aBase, cstI64(x, kc * aStep));
-    Value descB =
-        arith::AddIOp::create(x.b, x.loc, bBase, cstI64(x, kc * bStep));
+    int64_t aOffset = kc * aStep, bOffset = kc * bStep;
+    if (int64_t per = swizzled.stepsPerBlock) {
+      aOffset = kc % per * aStep + kc / per * swizzled.aBlockStep;
+      bOffset = kc % per * bStep + kc / per * swizzled.bBlockStep;
+    }
+    Value descA = arith::AddIOp::create(x.b, x.loc, aBase, cstI64(x, aOffset));
+    Value descB = arith::AddIOp::create(x.b, x.loc, bBase, cstI64(x, bOffset));
     acc = inlinePtx(x, wgmmaText(n, x.elt, false, false, kc != 0), types,
                     ValueRange{descA, descB},
                     kc || zeroInit ? ValueRange(acc) : ValueRange{});
@@ -435,10 +457,13 @@ inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
 /// step 256 bytes (two core matrices along K) further. The fence takes
 /// `acc` and `aRegs` as tied operands. Returns the accumulators, valid
 /// after the matching wgmma.wait_group.
+/// `kStepUnits`: the descriptor advance per k16 step (16-byte units; 16
+/// rows of the canonical no-swizzle layout by default).
 inline SmallVector<Value> wgmmaAccumulateRS(FragmentBuilder &x, int64_t n,
                                             SmallVector<Value> acc,
                                             SmallVector<Value> aRegs,
-                                            Value bBase) {
+                                            Value bBase,
+                                            int64_t kStepUnits = 256 >> 4) {
   SmallVector<Type> types(n / 2, x.f32);
   SmallVector<Value> fenced = acc;
   llvm::append_range(fenced, aRegs);
@@ -447,7 +472,7 @@ inline SmallVector<Value> wgmmaAccumulateRS(FragmentBuilder &x, int64_t n,
   aRegs.assign(fenced.begin() + acc.size(), fenced.end());
   for (size_t kk = 0; 4 * kk < aRegs.size(); ++kk) {
     Value descB = arith::AddIOp::create(x.b, x.loc, bBase,
-                                        cstI64(x, (int64_t(kk) * 256) >> 4));
+                                        cstI64(x, int64_t(kk) * kStepUnits));
     SmallVector<Value> ins(aRegs.begin() + 4 * kk, aRegs.begin() + 4 * kk + 4);
     ins.push_back(descB);
     acc = inlinePtx(x, wgmmaText(n, x.elt, true, true, true), types, ins, acc);

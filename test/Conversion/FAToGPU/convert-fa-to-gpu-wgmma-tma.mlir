@@ -1,52 +1,58 @@
 // The sm_90a wgmma forward with TMA loads (convert-fa-to-gpu tma=1): three
 // tensor-map arguments after the memrefs, mbarriers, one thread issuing
-// cp.async.bulk.tensor per 8-column box, no per-thread cp.async.
+// cp.async.bulk.tensor per 64-column box into 128-byte-swizzled tiles, the
+// wgmma descriptors in 128-byte swizzle mode, no per-thread cp.async.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1" | FileCheck %s
 // Without tma the same op keeps cp.async (the default).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=CPASYNC
+// stages=3 given: D 128 keeps block_n 128 with three stages.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 stages=3" | FileCheck %s --check-prefix=STAGES3
 // CPASYNC-NOT: tensor_map
 // CPASYNC: nvgpu.device_async_copy
 // CPASYNC-NOT: cp.async.bulk.tensor
 // CPASYNC-NOT: mbarrier
 
-// Causal bf16, D = 64, static shapes (Tq 200, Tk 300). Unpadded columns:
-// Q 128 x 64 (16384 B), three stages of K and V 64 x 64 (8192 B each),
-// then 7 mbarriers (Q, 3 K, 3 V) at 65536: 65592 bytes.
+// Causal bf16, D = 64, static shapes (Tq 200, Tk 300). Dense swizzled
+// tiles: Q 128 x 64 (16384 B), three stages of K and V 64 x 64 (8192 B
+// each), then 7 mbarriers (Q, 3 K, 3 V) at 65536: 65592 bytes.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: block_m = 128 : i64, block_n = 64 : i64
 // CHECK-SAME: shared_bytes = 65592 : i64
-// CHECK-SAME: tensor_map = ["q 8 128 none", "k 8 64 none", "v 8 64 none"]
+// CHECK-SAME: tensor_map = ["q 64 128 128", "k 64 64 128", "v 64 64 128"]
 // CHECK: gpu.func @bf16_d64_attention_0(
 // CHECK-SAME: %[[Q:arg[0-9]+]]: memref<2x200x64xbf16
 // CHECK-SAME: %[[QMAP:arg[0-9]+]]: !llvm.ptr, %[[KMAP:arg[0-9]+]]: !llvm.ptr, %[[VMAP:arg[0-9]+]]: !llvm.ptr)
 // CHECK-SAME: fa.tensor_map_params = 3 : i64
 // CHECK-NOT: nvgpu.device_async_copy
+// Q and K descriptors: 128-byte swizzle (mode 1 in bits 62-63), stride byte
+// offset 1024 (64 units), leading 16 (1 unit): 1 << 62 | 64 << 32 | 1 << 16.
+// V (N-major): stride byte offset 1024 (8 keys x 128 bytes), leading byte
+// offset 8192 (block_n 64 x 128 bytes): 1 << 62 | 64 << 32 | 512 << 16.
+// CHECK: arith.constant 4611686293305360384 : i64
+// CHECK: arith.constant 4611686293338849280 : i64
 // Thread 0 initializes the 7 barriers (one arrival each), then every
 // thread syncs.
-// CHECK: %[[TID:.+]] = gpu.thread_id x
 // CHECK: scf.if
 // CHECK: "prefetch.tensormap [$0];", "l" %[[KMAP]]
 // CHECK: "prefetch.tensormap [$0];", "l" %[[VMAP]]
 // CHECK-COUNT-7: "mbarrier.init.shared::cta.b64 [$0], 1;"
 // CHECK: "fence.mbarrier_init.release.cluster;"
 // CHECK: gpu.barrier
-// Q: 128 rows x 64 columns = 16384 bytes, 8 boxes from the q map at
-// column coordinates 0, 8, ..., 56, 2048 bytes (128 rows x 16) apart.
+// Q: 128 rows x 64 columns = 16384 bytes, one 64-column box from the q
+// map at column coordinate 0.
 // CHECK: scf.if
 // CHECK: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r" %{{.+}}, %c16384_i32
 // CHECK: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r" %{{.+}}, %[[QMAP]], %c0_i32
-// CHECK: arith.constant 2048 : i32
-// CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[QMAP]], %c8_i32,
-// CHECK-COUNT-6: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[QMAP]],
+// CHECK-NOT: cp.async.bulk.tensor
 // CHECK: }
 // K_0, V_0, K_1, V_1, K_2, V_2 (64 x 64 = 8192 bytes each), each only
 // when the block is visited.
 // CHECK: arith.cmpi slt
 // CHECK: scf.if
 // CHECK: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r" %{{.+}}, %c8192_i32
-// CHECK-COUNT-8: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[KMAP]],
+// CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[KMAP]],
 // CHECK: scf.if
-// CHECK-COUNT-8: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[VMAP]],
+// CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[VMAP]],
 // Prologue: wait for Q (barrier 0, parity 0) and K_0, then S_0; a block
 // barrier after it frees K_0's stage.
 // CHECK: scf.if
@@ -81,20 +87,30 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 
 // -----
 
-// D = 128, dynamic shapes, with lse: three stages now fit (unpadded
-// columns: 32768 + 6 x 32768 + 7 x 8 = 229432 bytes; padded, 168960 with
-// two), and the K/V tiles need not split over the warps' copy groups.
+// D = 128, dynamic shapes, with lse: block_n 128 takes two stages by
+// default with TMA (32768 + 4 x 32768 + 5 x 8 = 163880 bytes), and the
+// K/V tiles need not split over the warps' copy groups. Each tile is two
+// 64-column boxes, the second at column 64, one block of 128 rows x 128
+// bytes (16384) further.
+// STAGES3: shared_bytes = 229432 : i64
 // CHECK-LABEL: module attributes
 // CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
 // CHECK-SAME: params = ["q", "k", "v", "o", "lse"]
-// CHECK-SAME: shared_bytes = 229432 : i64
-// CHECK-SAME: tensor_map = ["q 8 128 none", "k 8 128 none", "v 8 128 none"]
+// CHECK-SAME: shared_bytes = 163880 : i64
+// CHECK-SAME: tensor_map = ["q 64 128 128", "k 64 128 128", "v 64 128 128"]
 // CHECK: gpu.func @f16_d128_attention_0(
 // CHECK-SAME: memref<?x?xf32
 // CHECK-SAME: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr)
-// CHECK-COUNT-7: mbarrier.init.shared::cta.b64
+// V (N-major): 128-byte swizzle, stride byte offset 1024 (8 keys x 128
+// bytes), leading byte offset 16384 (block_n x 128 bytes: the next 64
+// head-dim columns): 1 << 62 | 64 << 32 | 1024 << 16.
+// CHECK: arith.constant 4611686293372403712 : i64
+// CHECK-COUNT-5: mbarrier.init.shared::cta.b64
+// CHECK-NOT: mbarrier.init
 // CHECK: %c32768_i32
-// CHECK-COUNT-16: cp.async.bulk.tensor.3d
+// CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %{{.+}}, %c0_i32
+// CHECK: arith.constant 16384 : i32
+// CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %{{.+}}, %c64_i32
 func.func @f16_d128(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
   return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>

@@ -1,11 +1,12 @@
 // fa-lower-tensor-map-params: the last N arguments of a kernel with
 // fa.tensor_map_params = N become by-value 128-byte grid constants, and
-// the module's workgroup-memory globals get 128-byte alignment.
+// the module's workgroup-memory globals get 1024-byte alignment.
 // RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(gpu.module(fa-lower-tensor-map-params))' -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: gpu.module @tma
-// CHECK: llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 128 : i64}
-// CHECK: llvm.mlir.global internal @other_shared() {addr_space = 3 : i32, alignment = 256 : i64}
+// CHECK: llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 1024 : i64}
+// CHECK: llvm.mlir.global internal @other_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
+// CHECK: llvm.mlir.global internal @big_shared() {addr_space = 3 : i32, alignment = 4096 : i64}
 // CHECK: llvm.mlir.global internal @global_space() {addr_space = 1 : i32, alignment = 16 : i64}
 // CHECK: llvm.func @k(%arg0: !llvm.ptr, %arg1: i64,
 // CHECK-SAME: %arg2: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant},
@@ -15,6 +16,7 @@
 gpu.module @tma {
   llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
   llvm.mlir.global internal @other_shared() {addr_space = 3 : i32, alignment = 256 : i64} : !llvm.array<4 x i8>
+  llvm.mlir.global internal @big_shared() {addr_space = 3 : i32, alignment = 4096 : i64} : !llvm.array<4 x i8>
   llvm.mlir.global internal @global_space() {addr_space = 1 : i32, alignment = 16 : i64} : !llvm.array<4 x i8>
   llvm.func @k(%a: !llvm.ptr, %n: i64, %qmap: !llvm.ptr, %kmap: !llvm.ptr) attributes {fa.tensor_map_params = 2 : i64, nvvm.kernel} {
     llvm.return
