@@ -98,12 +98,24 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     no-swizzle layout (columns of 8 x 16-byte core matrices, padded by 64
     bytes), three K/V stages when they fit in `max-shared-bytes`, else two
     (`stages` fixes the count).
+    With `tma` (fa-to-ptx's default on sm_90a) the tiles arrive by TMA
+    instead (FlashAttention-3, Section 3.1, without the producer warp):
+    thread 0 issues `cp.async.bulk.tensor.3d` per box of one swizzle row
+    (64 columns with the 128-byte swizzle; 32 and 64-byte at head dim 32)
+    from the tensor maps of q, k and v, three `!llvm.ptr` arguments after
+    the memrefs (the function attribute `fa.tensor_map_params = 3`; see
+    `fa-lower-tensor-map-params`; the manifest gets `tensor_map` lines),
+    completing on one mbarrier per tile (Q, each K stage, each V stage),
+    on which every thread waits before the tile's product; wgmma reads the
+    swizzled tiles through swizzled descriptors. Two stages at block-n 128,
+    else three when they fit; the K/V tiles need not split over the warps.
     Default block-n: 128 for D 128, else 64 (the next of 64 and 32 when the
     tile does not split over the warps, its accumulators do not fit the
     registers or its stages do not fit). Errors on the op: num-warps other
     than 4, 8, 12 or 16 (also when derived from block-m) or block-m not
-    16 x num-warps; block-n not a multiple of 16 or over 256; a K/V tile
-    whose 8-row x 32-column groups do not split evenly over the warps;
+    16 x num-warps; block-n not a multiple of 16 or over 256; without
+    `tma`, a K/V tile whose 8-row x 32-column groups do not split evenly
+    over the warps;
     accumulators (block-n / 2 + Dv / 2 + block-n / 4 registers) over the
     per-thread register budget of the block; tiles over `max-shared-bytes`
     even with two stages (with `stages`: that many); and, for every
