@@ -131,10 +131,21 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
            chip;
   // Likewise TMA, which only the wgmma forward uses.
   if (options.tma.getNumOccurrences() > 0 && options.tma &&
-      (chip != "sm_90a" || !options.wgmma))
+      (chip != "sm_90a" || !options.wgmma || !options.tensorCores))
     return "fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, "
-           "wgmma=true), got chip=" +
-           chip + (options.wgmma ? "" : " with wgmma=false");
+           "wgmma=true, tensor-cores=true), got chip=" +
+           chip + (!options.tensorCores ? " with tensor-cores=false"
+                   : !options.wgmma     ? " with wgmma=false"
+                                        : "");
+  // And stages, which only the wgmma kernels take.
+  if (options.stages.getNumOccurrences() > 0 && options.stages != 0 &&
+      (chip != "sm_90a" || !options.wgmma || !options.tensorCores))
+    return "fa-to-ptx: stages=" + std::to_string(options.stages) +
+           " applies to the wgmma kernels only (chip=sm_90a, wgmma=true, "
+           "tensor-cores=true), got chip=" +
+           chip + (!options.tensorCores ? " with tensor-cores=false"
+                   : !options.wgmma     ? " with wgmma=false"
+                                        : "");
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;

@@ -23,8 +23,10 @@
 // cp.async kernel.
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR80
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a wgmma=false tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRMMA
-// ERR80: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true), got chip=sm_80
-// ERRMMA: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true), got chip=sm_90a with wgmma=false
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tensor-cores=false tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRSCALAR
+// ERR80: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_80
+// ERRMMA: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with wgmma=false
+// ERRSCALAR: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with tensor-cores=false
 
 // PTX: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],
 // PTX-NEXT: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],

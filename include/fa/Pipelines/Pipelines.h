@@ -85,7 +85,9 @@ struct FAToPTXPipelineOptions
   PassOptions::Option<int64_t> stages{
       *this, "stages",
       llvm::cl::desc("wgmma kernels (sm_90a): stages of loop tiles in "
-                     "workgroup memory, 2 or 3; 0: 3 when they fit, else 2"),
+                     "workgroup memory, 2 or 3; 0: the default (3 when they "
+                     "fit, else 2; the TMA forward at block-n 128: 2); "
+                     "given non-zero without the wgmma kernels: an error"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> tma{
       *this, "tma",

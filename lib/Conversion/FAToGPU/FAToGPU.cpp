@@ -138,8 +138,8 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   // Each warp copies whole 8-row x 32-column groups of the K/V tiles (with
   // TMA one thread copies them all).
   auto splitsEvenly = [&](int64_t blockN) {
-    return options.tma || (blockN / 8) * (ks.d / 32) % warps == 0 &&
-           (blockN / 8) * (ks.dv / 32) % warps == 0;
+    return options.tma || ((blockN / 8) * (ks.d / 32) % warps == 0 &&
+                           (blockN / 8) * (ks.dv / 32) % warps == 0);
   };
   SmallVector<int64_t, 2> blockNs;
   if (options.blockN) {
