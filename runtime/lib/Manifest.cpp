@@ -430,17 +430,31 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
 
   if (auto it = seenAt.find("batch_shape");
       it != seenAt.end() && manifest.batch != kDynamic) {
+    // Dims have up to 18 digits, so the product may not fit int64: once it
+    // exceeds batch it is only marked `over` (a mismatch), unless a later
+    // 0 dim makes it 0.
     int64_t product = 1;
-    bool allStatic = true;
+    bool allStatic = true, over = false;
     for (int64_t dim : manifest.batchShape) {
       allStatic &= dim != kDynamic;
-      if (dim != kDynamic)
+      if (dim == kDynamic)
+        continue;
+      if (dim == 0) {
+        product = 0;
+        over = false;
+      } else if (!over && product > manifest.batch / dim) {
+        over = product != 0;
+      } else if (!over) {
         product *= dim;
+      }
     }
-    if (allStatic && product != manifest.batch)
-      return fail(it->second, "batch_shape has product " +
-                                  std::to_string(product) + ", but batch is " +
-                                  std::to_string(manifest.batch));
+    if (allStatic && (over || product != manifest.batch))
+      return fail(it->second,
+                  "batch_shape has product " +
+                      (over ? std::string("over ") +
+                                  std::to_string(manifest.batch)
+                            : std::to_string(product)) +
+                      ", but batch is " + std::to_string(manifest.batch));
   }
   return FA_RT_SUCCESS;
 }

@@ -237,6 +237,25 @@ static void testManifestMalformed() {
   EXPECT_ERROR(withLine("batch_shape", "batch_shape 2 4"),
                "dir/x.manifest:11: batch_shape has product 8, but batch is "
                "16");
+  // A product past int64 does not wrap around into a match (2^32 x 2^32
+  // once wrapped to 0 and matched batch 0); a 0 dim still makes it 0.
+  {
+    std::string huge =
+        withLine("batch_shape", "batch_shape 4294967296 4294967296");
+    EXPECT_ERROR(huge, "dir/x.manifest:11: batch_shape has product over 16, "
+                       "but batch is 16");
+    auto batch0 = [](std::string text) {
+      return text.replace(text.find("\nbatch 16 "), 10, "\nbatch 0 ");
+    };
+    EXPECT_ERROR(batch0(huge), "dir/x.manifest:11: batch_shape has product "
+                               "over 0, but batch is 0");
+    EXPECT_EQ(parseError(batch0(withLine(
+                  "batch_shape", "batch_shape 4294967296 4294967296 0"))),
+              "<parsed>");
+    EXPECT_ERROR(withLine("batch_shape", "batch_shape 999999999999999999 "
+                                         "999999999999999999 16"),
+                 "batch_shape has product over 16");
+  }
   EXPECT_ERROR(withLine("grid", "grid ceil_div(seqlen_q,bm) batch 1"),
                "dir/x.manifest:22: invalid value 'ceil_div(seqlen_q,bm)' for "
                "'grid'");
