@@ -119,6 +119,25 @@ def _dim(text: str, where: str) -> Optional[int]:
     return value
 
 
+_WORD_SEPARATORS = re.compile(r"[ \t]+")
+
+
+def _lines(text: str):
+    """``(line_number, words)`` of each line with words, split as the C++
+    runtime splits them (runtime/lib/Manifest.cpp, forEachLine): lines at
+    '\\n' only, '#' starts a comment, one trailing '\\r' dropped, words
+    separated by spaces and tabs only. ``str.splitlines``/``str.split``
+    would also break at '\\f', '\\v', '\\x85', '\\u2028', a no-break
+    space..., accepting manifests the runtime rejects."""
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw.split("#", 1)[0]
+        if line.endswith("\r"):
+            line = line[:-1]
+        words = [w for w in _WORD_SEPARATORS.split(line) if w]
+        if words:
+            yield number, words
+
+
 def _tensor_map_line(rest: List[str], number: int, where: str,
                      seen: List[TensorMap]) -> TensorMap:
     """The checks of one ``tensor_map`` line that need no other key (the
@@ -183,11 +202,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     values: Dict[str, List[str]] = {}
     lines: Dict[str, int] = {}
     tensor_maps: List[TensorMap] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        key, *rest = line.split()
+    for number, (key, *rest) in _lines(text):
         if key == "tensor_map":  # one line per map
             tensor_maps.append(_tensor_map_line(rest, number,
                                                 f"{path}:{number}",
@@ -301,7 +316,7 @@ def _check_ranges(m: Manifest, where: str) -> None:
 
 
 def read_manifest(path: str) -> Manifest:
-    with open(path, "r", encoding="utf-8") as f:
+    with open(path, "r", encoding="utf-8", newline="") as f:
         return parse_manifest(f.read(), path)
 
 
@@ -361,11 +376,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
     header: Dict[str, List[str]] = {}
     scratch: List[Scratch] = []
     sections: List[Dict[str, List[str]]] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        key, *rest = line.split()
+    for number, (key, *rest) in _lines(text):
         where = f"{path}:{number}"
         if key == "kernel":
             sections.append({})
@@ -377,7 +388,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
         elif key == "scratch":
             if len(rest) < 2:
                 raise ManifestError(f"{where}: expected 'scratch NAME DTYPE "
-                                    f"DIM...', got '{line}'")
+                                    f"DIM...', got '{' '.join([key, *rest])}'")
             if rest[1] not in DTYPES:
                 raise ManifestError(f"{where}: unknown scratch dtype '{rest[1]}'")
             scratch.append(Scratch(rest[0], rest[1], rest[2:]))
@@ -467,9 +478,8 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
 def parse_any_manifest(text: str, path: str = "<manifest>"):
     """A :class:`Manifest` (version 1, one forward kernel) or a
     :class:`BackwardManifest` (version 2, ``op attention_backward``)."""
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].split()
-        if line and line[0] == "version":
+    for _, line in _lines(text):
+        if line[0] == "version":
             if line[1:] == ["2"]:
                 return parse_backward_manifest(text, path)
             break
@@ -477,7 +487,7 @@ def parse_any_manifest(text: str, path: str = "<manifest>"):
 
 
 def read_any_manifest(path: str):
-    with open(path, "r", encoding="utf-8") as f:
+    with open(path, "r", encoding="utf-8", newline="") as f:
         return parse_any_manifest(f.read(), path)
 
 

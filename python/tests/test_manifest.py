@@ -263,3 +263,39 @@ def test_backward_manifest_tensor_map_is_not_read():
     assert not hasattr(parse_any_manifest(text), "tensor_maps")
     with pytest.raises(ManifestError, match="duplicate key 'tensor_map'"):
         parse_any_manifest(text.replace(line, line + line))
+
+
+@pytest.mark.parametrize("separator", ["\x0b", "\x0c", "\x1c", "\x85",
+                                       "\u2028", "\xa0"])
+def test_words_and_lines_split_as_the_runtime_splits_them(separator):
+    """Lines break at '\\n' only and words at spaces and tabs only, as in
+    runtime/lib/Manifest.cpp: other Unicode whitespace stays in the word, so
+    the manifest is rejected, as the C++ runtime rejects it."""
+    with pytest.raises(ManifestError,
+                       match="x.manifest:23: invalid value '128.*SWIZZLE"):
+        parse_manifest(DOC_EXAMPLE + "tensor_map q 64 128 128" + separator
+                       + "\n", "x.manifest")
+    # A line break other than '\n' does not end a line either.
+    with pytest.raises(ManifestError):
+        parse_manifest(DOC_EXAMPLE.replace("\n", separator), "x.manifest")
+
+
+def test_crlf_tabs_and_comments_still_read():
+    text = (DOC_EXAMPLE + "tensor_map\tq 64\t128 128   # TMA\n").replace(
+        "\n", "\r\n")
+    m = parse_manifest(text, "x.manifest")
+    assert [(t.operand, t.box_cols, t.swizzle, t.line)
+            for t in m.tensor_maps] == [("q", 64, 128, 23)]
+
+
+def test_files_are_read_without_newline_translation(tmp_path):
+    """A file whose lines end in '\\r' alone is one line to the C++ runtime;
+    read_manifest must not turn the '\\r's into line breaks."""
+    from fa_opt.manifest import read_any_manifest, read_manifest
+    path = tmp_path / "x.manifest"
+    path.write_bytes(DOC_EXAMPLE.replace("\n", "\r").encode())
+    for read in (read_manifest, read_any_manifest):
+        with pytest.raises(ManifestError, match="missing required key"):
+            read(str(path))
+    path.write_bytes(DOC_EXAMPLE.replace("\n", "\r\n").encode())
+    assert read_manifest(str(path)).kernel == "main_attention_0"
