@@ -152,10 +152,7 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
     if (bytes > options.maxSharedBytes)
       return op.emitOpError("the tensor-core backward's ")
              << (dkdv ? "dk/dv" : "dq") << " tiles take " << bytes
-             << " bytes of workgroup memory, over the "
-             << options.maxSharedBytes
-             << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
-                "from the chip)";
+             << overSharedLimit(options.maxSharedBytes);
   }
   return bs;
 }
@@ -259,9 +256,7 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
          << 16 * warps << " own rows, " << lastStages << " stages of "
          << lastTile
          << "-row tiles) take " << bytes
-         << " bytes of workgroup memory, over the " << options.maxSharedBytes
-         << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
-            "from the chip)";
+         << overSharedLimit(options.maxSharedBytes);
       return std::nullopt;
     }
   }

@@ -204,10 +204,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   return op.emitOpError("the wgmma kernel's tiles (block-m = ")
          << blockM << ", block-n = " << ks.blockN << ", "
          << ks.wgmmaStages << " K/V stages) take "
-         << sharedBytes << " bytes of workgroup memory, over the "
-         << options.maxSharedBytes
-         << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
-            "from the chip)";
+         << sharedBytes << overSharedLimit(options.maxSharedBytes);
 }
 
 /// Completes `ks` for the tensor-core kernel: the block shape from the
@@ -263,9 +260,7 @@ getTensorCoreShape(AttentionOp op, const AttentionKernelOptions &options,
   if (sharedBytes > options.maxSharedBytes)
     return op.emitOpError("the tensor-core kernel's tiles (block-m = ")
            << blockM << ", block-n = " << blockN << ") take " << sharedBytes
-           << " bytes of workgroup memory, over the " << options.maxSharedBytes
-           << " bytes a block may use (max-shared-bytes; fa-to-ptx sets it "
-              "from the chip)";
+           << overSharedLimit(options.maxSharedBytes);
   return ks;
 }
 

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <string>
 
 namespace mlir {
 namespace fa {
@@ -31,6 +32,15 @@ namespace gpukernel {
 
 /// Static shared memory a kernel may use without opting in at launch.
 inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+
+/// The end of an error on tiles over the workgroup-memory limit, after
+/// their byte count: " bytes of workgroup memory, over the <limit> bytes a
+/// block may use (max-shared-bytes; ...)".
+inline std::string overSharedLimit(int64_t limit) {
+  return " bytes of workgroup memory, over the " + std::to_string(limit) +
+         " bytes a block may use (max-shared-bytes; fa-to-ptx sets it from "
+         "the chip)";
+}
 
 /// Builder state and small helpers for a kernel body.
 struct KernelBuilder {
