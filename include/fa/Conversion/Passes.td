@@ -295,7 +295,7 @@ def FAConvertBF16MmaSyncToNVVM
 }
 
 def FALowerTensorMapParams
-    : Pass<"fa-lower-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
+    : Pass<"fa-lower-tensor-map-params"> {
   let summary = "Make a TMA kernel's tensor-map arguments by-value "
                 "CUtensorMap parameters";
   let description = [{
@@ -307,7 +307,10 @@ def FALowerTensorMapParams
     argument and record how many close their argument list in the function
     attribute `fa.tensor_map_params` (an i64); `convert-gpu-to-nvvm` keeps
     that attribute but drops `llvm.byval` argument attributes. On every
-    `llvm.func` carrying it, this pass gives those last N arguments
+    `llvm.func` carrying it, anywhere under the op the pass runs on (e.g.
+    `--pass-pipeline='builtin.module(fa-lower-tensor-map-params)'`, or on
+    each `gpu.module` as fa-to-ptx runs it), this pass gives those last N
+    arguments
     `llvm.byval = !llvm.array<128 x i8>`, `llvm.align = 64` and
     `nvvm.grid_constant`, then removes the attribute: the NVPTX backend then
     declares `.param .align 64 .b8 name[128]` and takes the parameter's
@@ -315,14 +318,18 @@ def FALowerTensorMapParams
     the launcher passed by value (as CUDA C++ `const __grid_constant__
     CUtensorMap`). When a kernel of the gpu.module has tensor maps, the
     module's workgroup-memory globals (the dynamic workgroup memory's
-    symbol among them) are aligned to at least 1024 bytes: TMA
+    symbol among them; those of the symbol table holding the kernel) are
+    aligned to at least 1024 bytes: TMA
     destinations need 128, and the 128-byte swizzle that TMA writes and
     wgmma reads repeats every 1024 bytes of address. Run after `convert-gpu-to-nvvm`.
 
-    Errors: the attribute on a function that is not a kernel
-    (`nvvm.kernel`), an attribute that is not a non-negative integer no
-    larger than the argument count, or one of those arguments not an
-    `!llvm.ptr`.
+    Errors (one line at the function's location): the attribute on an op
+    other than `llvm.func` (e.g. a `gpu.func`: the pass runs after
+    `convert-gpu-to-nvvm`), on a function that is not a kernel
+    (`nvvm.kernel`); an attribute that is not a non-negative integer no
+    larger than the argument count; one of those arguments not a generic
+    `!llvm.ptr` (address space 0), or already `llvm.byval` of another type.
+    Declarations are handled like definitions.
   }];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect",

@@ -2,6 +2,11 @@
 // fa.tensor_map_params = N become by-value 128-byte grid constants, and
 // the module's workgroup-memory globals get 1024-byte alignment.
 // RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(gpu.module(fa-lower-tensor-map-params))' -verify-diagnostics | FileCheck %s
+// On the whole module it reaches the same kernels, and top-level ones too.
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-lower-tensor-map-params)' -verify-diagnostics | FileCheck %s --check-prefixes=CHECK,TOP
+// One error line, no dump of the op:
+// RUN: not fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-lower-tensor-map-params)' 2>&1 >/dev/null | FileCheck %s --check-prefix=ONELINE
+// ONELINE-NOT: see current operation
 
 // CHECK-LABEL: gpu.module @tma
 // CHECK: llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 1024 : i64}
@@ -51,7 +56,7 @@ gpu.module @zero {
 // -----
 
 gpu.module @not_kernel {
-  // expected-error @+1 {{fa-lower-tensor-map-params: 'fa.tensor_map_params' on a function that is not a kernel (no 'nvvm.kernel'): only kernel parameters can be grid constants}}
+  // expected-error @+1 {{fa-lower-tensor-map-params: 'fa.tensor_map_params' on 'f', which is not a kernel (no 'nvvm.kernel'): only kernel parameters can be grid constants}}
   llvm.func @f(%a: !llvm.ptr) attributes {fa.tensor_map_params = 1 : i64} {
     llvm.return
   }
@@ -60,7 +65,7 @@ gpu.module @not_kernel {
 // -----
 
 gpu.module @too_many {
-  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got 2 : i64}}
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' on 'k' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got 2 : i64}}
   llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = 2 : i64, nvvm.kernel} {
     llvm.return
   }
@@ -69,7 +74,7 @@ gpu.module @too_many {
 // -----
 
 gpu.module @negative {
-  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got -1 : i64}}
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' on 'k' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got -1 : i64}}
   llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = -1 : i64, nvvm.kernel} {
     llvm.return
   }
@@ -78,7 +83,7 @@ gpu.module @negative {
 // -----
 
 gpu.module @not_integer {
-  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got "q"}}
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected 'fa.tensor_map_params' on 'k' to be an integer in [0, 1] (the number of tensor-map arguments that close the argument list), got "q"}}
   llvm.func @k(%a: !llvm.ptr) attributes {fa.tensor_map_params = "q", nvvm.kernel} {
     llvm.return
   }
@@ -87,8 +92,55 @@ gpu.module @not_integer {
 // -----
 
 gpu.module @not_pointer {
-  // expected-error @+1 {{fa-lower-tensor-map-params: expected argument 1 (a tensor map) to be an !llvm.ptr, got 'i64'}}
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected argument 1 of 'k' (a tensor map) to be a generic !llvm.ptr, got 'i64'}}
   llvm.func @k(%a: !llvm.ptr, %n: i64) attributes {fa.tensor_map_params = 1 : i64, nvvm.kernel} {
     llvm.return
   }
+}
+
+// -----
+
+gpu.module @global_pointer {
+  // expected-error @+1 {{fa-lower-tensor-map-params: expected argument 0 of 'k' (a tensor map) to be a generic !llvm.ptr, got '!llvm.ptr<1>'}}
+  llvm.func @k(%a: !llvm.ptr<1>) attributes {fa.tensor_map_params = 1 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @other_byval {
+  // expected-error @+1 {{fa-lower-tensor-map-params: argument 0 of 'k' (a tensor map) is already by-value of another type: i32}}
+  llvm.func @k(%a: !llvm.ptr {llvm.byval = i32}) attributes {fa.tensor_map_params = 1 : i64, nvvm.kernel} {
+    llvm.return
+  }
+}
+
+// -----
+
+// Before convert-gpu-to-nvvm: a gpu.func carrying the attribute is an error,
+// not silently left alone.
+gpu.module @too_early {
+  // expected-error @+1 {{fa-lower-tensor-map-params: 'fa.tensor_map_params' on 'gpu.func': the pass lowers llvm.func kernels, so run it after convert-gpu-to-nvvm}}
+  gpu.func @k(%a: !llvm.ptr) kernel attributes {fa.tensor_map_params = 1 : i64} {
+    gpu.return
+  }
+}
+
+// -----
+
+// A declaration (no body) is lowered like a definition.
+// CHECK-LABEL: gpu.module @declaration
+// CHECK: llvm.func @k(!llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel}
+gpu.module @declaration {
+  llvm.func @k(!llvm.ptr) attributes {fa.tensor_map_params = 1 : i64, nvvm.kernel}
+}
+
+// -----
+
+// Outside any gpu.module (only the whole-module run reaches it).
+// TOP-LABEL: llvm.func @top(
+// TOP-SAME: %arg0: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel}
+llvm.func @top(%a: !llvm.ptr) attributes {fa.tensor_map_params = 1 : i64, nvvm.kernel} {
+  llvm.return
 }
