@@ -19,6 +19,7 @@
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_80 output-dir=%t/sm80" -o /dev/null
 // RUN: not grep -l "tensor_map\|cp.async.bulk" %t/cp/bf16_d128_none_attention_0.manifest %t/cp/bf16_d128_none_attention_0.ptx %t/sm80/bf16_d128_none_attention_0.manifest %t/sm80/bf16_d128_none_attention_0.ptx
 // RUN: grep -q "cp.async.ca" %t/cp/bf16_d128_none_attention_0.ptx
+// RUN: grep -q "^version 1$" %t/cp/bf16_d128_none_attention_0.manifest
 // tma=true given where there is no wgmma forward: an error, not a silent
 // cp.async kernel.
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR80
@@ -42,6 +43,7 @@
 // PTX-NOT: cp.async.cg
 // PTX-NOT: cp.async.ca
 
+// MANIFEST: version 3
 // MANIFEST: shared_bytes 163880
 // MANIFEST: params q k v o lse
 // MANIFEST-NEXT: tensor_map q 64 128 128

@@ -25,7 +25,7 @@
 
 // The example of docs/ARTIFACTS.md, line by line.
 //      MANIFEST:# fa kernel manifest
-// MANIFEST-NEXT:version 1
+// MANIFEST-NEXT:version 3
 // MANIFEST-NEXT:kernel main_attention_0
 // MANIFEST-NEXT:ptx main_attention_0.ptx
 // MANIFEST-NEXT:chip sm_90a

@@ -347,9 +347,10 @@ def FAExportKernels : Pass<"fa-export-kernels", "::mlir::ModuleOp"> {
     For every `gpu.binary` named after a kernel recorded in the module's
     `fa.manifests` (see `convert-fa-to-gpu`), writes `<output-dir>/<kernel>.ptx`
     (the PTX assembly of its NVVM object) and `<output-dir>/<kernel>.manifest`
-    in the format of docs/ARTIFACTS.md, adding `version`, `ptx` and `chip`
-    (the chip of the object's `#nvvm.target`). The directory is created when
-    missing. The IR is not changed.
+    in the format of docs/ARTIFACTS.md, adding `version` (1 for a forward
+    kernel, 3 for one with `tensor_map` lines, 2 for a backward), `ptx` and
+    `chip` (the chip of the object's `#nvvm.target`). The directory is
+    created when missing. The IR is not changed.
 
     Preconditions: the binaries hold PTX assembly (`gpu-module-to-binary
     format=isa`). An empty `output-dir` makes the pass a no-op. A binary

@@ -133,8 +133,10 @@ std::string mlir::fa::renderManifest(DictionaryAttr manifest,
     printValue(os, value);
     os << "\n";
   };
+  // Version 3: a forward kernel that takes TMA tensor maps (readers without
+  // tensor-map support must refuse it rather than launch it without them).
   os << "# fa kernel manifest\n";
-  os << "version 1\n";
+  os << "version " << (manifest.get("tensor_map") ? 3 : 1) << "\n";
   os << "kernel " << kernelName << "\n";
   os << "ptx " << kernelName << ".ptx\n";
   os << "chip " << chip << "\n";
