@@ -275,9 +275,14 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
         if (key == "version") {
           if (!count(false, manifest.version))
             return invalid(value, "a non-negative integer");
-          if (manifest.version != 1)
+          // 1: no tensor maps; 3: the same format with tensor_map lines,
+          // so that a reader that predates them (and ignores unknown keys)
+          // rejects the kernel instead of launching it without its maps.
+          if (manifest.version != 1 && manifest.version != 3)
             return fail(lineNo, "unsupported manifest version " + value +
-                                    " (this runtime reads version 1)");
+                                    " (this runtime reads version 1 and 3 "
+                                    "forward and version 2 "
+                                    "attention_backward manifests)");
         } else if (key == "kernel") {
           manifest.kernel = value;
         } else if (key == "ptx") {
@@ -394,7 +399,31 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
     return fail(seenAt["threads"], "expected at most 1024 threads, got " +
                                        std::to_string(manifest.threads));
 
-  // Tensor maps: the box against the operand's element type and row.
+  // Tensor maps: version 3 exactly when there are any, in params order
+  // (the kernel takes them in that order), then the box against the
+  // operand's element type and row.
+  if (manifest.version == 1 && !manifest.tensorMaps.empty())
+    return fail(manifest.tensorMaps.front().line,
+                "tensor_map needs manifest version 3 (this manifest is "
+                "version 1)");
+  if (manifest.version == 3 && manifest.tensorMaps.empty())
+    return fail(seenAt["version"],
+                "manifest version 3 needs at least one 'tensor_map' line "
+                "(version 1 is the format without tensor maps)");
+  auto paramIndex = [&](const std::string &name) {
+    return std::find(manifest.params.begin(), manifest.params.end(), name) -
+           manifest.params.begin();
+  };
+  for (size_t i = 1; i < manifest.tensorMaps.size(); ++i) {
+    const TensorMapSpec &prev = manifest.tensorMaps[i - 1];
+    const TensorMapSpec &spec = manifest.tensorMaps[i];
+    if (paramIndex(spec.operand) < paramIndex(prev.operand))
+      return fail(spec.line, "tensor_map for '" + spec.operand +
+                                 "' after the one for '" + prev.operand +
+                                 "' (line " + std::to_string(prev.line) +
+                                 "): tensor_map lines must be in the order "
+                                 "of params (q, k, v, o)");
+  }
   for (const TensorMapSpec &spec : manifest.tensorMaps) {
     const std::string &name = spec.operand;
     bool inParams = false;
@@ -708,7 +737,7 @@ faRtStatus fa::rt::manifestKind(std::string_view text,
       op = words[1];
     return FA_RT_SUCCESS;
   });
-  if (version == "1") {
+  if (version == "1" || version == "3") {
     kind = ManifestKind::Forward;
     return FA_RT_SUCCESS;
   }
@@ -722,8 +751,8 @@ faRtStatus fa::rt::manifestKind(std::string_view text,
   return reportError(FA_RT_ERROR_MANIFEST,
                      fileName + ": unsupported manifest version " + version +
                          (op.empty() ? std::string() : " op " + op) +
-                         " (this runtime reads version 1 forward and "
-                         "version 2 attention_backward manifests)");
+                         " (this runtime reads version 1 and 3 forward "
+                         "and version 2 attention_backward manifests)");
 }
 
 faRtStatus fa::rt::readManifestKind(const std::string &path,

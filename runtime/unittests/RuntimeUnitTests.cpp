@@ -348,10 +348,19 @@ static void testKernelParams() {
          (std::vector<int64_t>{30, 6, 1}));
 }
 
-/// kGoodManifest (bf16, head_dim 64, head_dim_v 64) with `extra` lines
-/// appended (from line 23 on).
+/// `text` with its `version 1` line made `version 3`: the version of a
+/// forward manifest with tensor_map lines.
+static std::string version3(std::string text) {
+  size_t pos = text.find("\nversion 1\n");
+  if (pos != std::string::npos)
+    text.replace(pos, 11, "\nversion 3\n");
+  return text;
+}
+
+/// kGoodManifest (bf16, head_dim 64, head_dim_v 64) as version 3 with
+/// `extra` lines appended (from line 23 on).
 static std::string withTensorMaps(const std::string &extra) {
-  return std::string(kGoodManifest) + extra;
+  return version3(kGoodManifest) + extra;
 }
 
 static void testManifestTensorMaps() {
@@ -382,11 +391,11 @@ static void testManifestTensorMaps() {
             FA_RT_SUCCESS);
   EXPECT(m.tensorMaps.empty());
   EXPECT_EQ(parseError("tensor_map k 256 256 none\n" +
-                       withLine("head_dim", "head_dim 256")),
+                       version3(withLine("head_dim", "head_dim 256"))),
             "<parsed>");
   // f32 rows: 4 columns are 16 bytes; o takes o_dtype and head_dim_v.
-  EXPECT_EQ(parseError(withLine("dtype", "dtype f32") +
-                       "tensor_map k 4 64 none\ntensor_map q 32 64 128\n"),
+  EXPECT_EQ(parseError(version3(withLine("dtype", "dtype f32")) +
+                       "tensor_map q 32 64 128\ntensor_map k 4 64 none\n"),
             "<parsed>");
 
   // Each rule, naming the file and the tensor_map's line.
@@ -430,19 +439,20 @@ static void testManifestTensorMaps() {
                               "tensor_map k 12 64 none\n"),
                "dir/x.manifest:24: tensor_map 'k': BOX_COLS 12 x 2 bytes "
                "(bf16) = 24 bytes is not a multiple of 16 bytes");
-  EXPECT_ERROR(withLine("dtype", "dtype f32") + "tensor_map q 2 64 none\n",
+  EXPECT_ERROR(version3(withLine("dtype", "dtype f32")) +
+                   "tensor_map q 2 64 none\n",
                "tensor_map 'q': BOX_COLS 2 x 4 bytes (f32) = 8 bytes is not "
                "a multiple of 16 bytes");
   EXPECT_ERROR(withTensorMaps("tensor_map q 72 64 none\n"),
                "dir/x.manifest:23: tensor_map 'q': BOX_COLS 72 exceeds "
                "head_dim 64");
-  EXPECT_ERROR(withLine("head_dim_v", "head_dim_v 32") +
+  EXPECT_ERROR(version3(withLine("head_dim_v", "head_dim_v 32")) +
                    "tensor_map v 64 64 none\n",
                "tensor_map 'v': BOX_COLS 64 exceeds head_dim_v 32");
-  EXPECT_ERROR(withLine("head_dim_v", "head_dim_v 32") +
+  EXPECT_ERROR(version3(withLine("head_dim_v", "head_dim_v 32")) +
                    "tensor_map o 64 64 none\n",
                "tensor_map 'o': BOX_COLS 64 exceeds head_dim_v 32");
-  EXPECT_ERROR(withLine("head_dim", "head_dim 32") +
+  EXPECT_ERROR(version3(withLine("head_dim", "head_dim 32")) +
                    "tensor_map k 64 64 none\n",
                "tensor_map 'k': BOX_COLS 64 exceeds head_dim 32");
   EXPECT_ERROR(withTensorMaps("tensor_map k 64 64 64\n"),
@@ -451,7 +461,7 @@ static void testManifestTensorMaps() {
   EXPECT_ERROR(withTensorMaps("tensor_map v 24 64 32\n"),
                "tensor_map 'v': BOX_COLS 24 x 2 bytes (bf16) = 48 bytes "
                "exceeds the 32-byte swizzle span");
-  EXPECT_ERROR(withLine("o_dtype", "o_dtype f32") +
+  EXPECT_ERROR(version3(withLine("o_dtype", "o_dtype f32")) +
                    "tensor_map o 64 64 128\n",
                "tensor_map 'o': BOX_COLS 64 x 4 bytes (f32) = 256 bytes "
                "exceeds the 128-byte swizzle span");
@@ -461,6 +471,71 @@ static void testManifestTensorMaps() {
   // other keys.
   EXPECT_ERROR(withTensorMaps("tensor_map q 72 64 none\nhead_dim 32\n"),
                "duplicate key 'head_dim'");
+}
+
+/// Forward manifest versions: 1 without tensor_map lines, 3 with them (so a
+/// reader that predates tensor maps rejects a TMA kernel by its version
+/// instead of launching it without its maps); the maps in params order.
+static void testManifestVersions() {
+  Manifest m;
+  EXPECT_EQ(fa::rt::parseManifest(withTensorMaps("tensor_map q 64 128 128\n"
+                                                 "tensor_map k 64 64 128\n"
+                                                 "tensor_map v 64 64 128\n"),
+                                  "dir/x.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.version, 3);
+  EXPECT_EQ(m.tensorMaps.size(), 3u);
+  fa::rt::ManifestKind kind = fa::rt::ManifestKind::Backward;
+  EXPECT_EQ(fa::rt::manifestKind(withTensorMaps("tensor_map q 64 128 128\n"),
+                                 "x.manifest", kind),
+            FA_RT_SUCCESS);
+  EXPECT(kind == fa::rt::ManifestKind::Forward);
+  // Any subset in order: k alone, q and v, v and o.
+  EXPECT_EQ(parseError(withTensorMaps("tensor_map k 64 64 none\n")),
+            "<parsed>");
+  EXPECT_EQ(parseError(withTensorMaps("tensor_map q 64 64 none\n"
+                                      "tensor_map v 64 64 none\n")),
+            "<parsed>");
+  EXPECT_EQ(parseError(withTensorMaps("tensor_map v 64 64 none\n"
+                                      "tensor_map o 64 64 none\n")),
+            "<parsed>");
+
+  // A tensor_map in a version 1 manifest, at the first map's line.
+  EXPECT_ERROR(std::string(kGoodManifest) + "tensor_map q 64 128 128\n"
+                                            "tensor_map k 64 64 128\n",
+               "FA_RT_ERROR_MANIFEST: dir/x.manifest:23: tensor_map needs "
+               "manifest version 3 (this manifest is version 1)");
+  // Version 3 without one, at the version line.
+  EXPECT_ERROR(version3(kGoodManifest),
+               "FA_RT_ERROR_MANIFEST: dir/x.manifest:2: manifest version 3 "
+               "needs at least one 'tensor_map' line (version 1 is the format "
+               "without tensor maps)");
+  // Out of params order, naming both operands, at the later line.
+  EXPECT_ERROR(withTensorMaps("tensor_map k 64 64 none\n"
+                              "tensor_map q 64 128 none\n"),
+               "dir/x.manifest:24: tensor_map for 'q' after the one for 'k' "
+               "(line 23): tensor_map lines must be in the order of params "
+               "(q, k, v, o)");
+  EXPECT_ERROR(withTensorMaps("tensor_map q 64 128 none\n"
+                              "tensor_map v 64 64 none\n"
+                              "tensor_map k 64 64 none\n"),
+               "dir/x.manifest:25: tensor_map for 'k' after the one for 'v' "
+               "(line 24)");
+  EXPECT_ERROR(withTensorMaps("tensor_map o 64 64 none\n"
+                              "tensor_map v 64 64 none\n"),
+               "tensor_map for 'v' after the one for 'o'");
+  // A duplicate is reported as such, not as an order error.
+  EXPECT_ERROR(withTensorMaps("tensor_map q 64 64 none\n"
+                              "tensor_map q 64 64 none\n"),
+               "dir/x.manifest:24: duplicate tensor_map for 'q'");
+  // Other versions stay rejected, listing the ones this runtime reads.
+  for (const char *version : {"0", "2", "4"})
+    EXPECT_ERROR(withLine("version", std::string("version ") + version),
+                 "dir/x.manifest:2: unsupported manifest version ");
+  EXPECT_ERROR(withLine("version", "version 4"),
+               "dir/x.manifest:2: unsupported manifest version 4 (this "
+               "runtime reads version 1 and 3 forward and version 2 "
+               "attention_backward manifests)");
 }
 
 /// Compares one map's encode arguments.
@@ -486,7 +561,7 @@ static void expectMapArgs(const fa::rt::TensorMapEncodeArgs &a,
 
 static void testTensorMapArgs() {
   // q/k bf16 [B, T, 64], v [B, Tk, 32] bf16, o [B, Tq, 32] f32.
-  std::string text = withLine("head_dim_v", "head_dim_v 32");
+  std::string text = version3(withLine("head_dim_v", "head_dim_v 32"));
   text.replace(text.find("o_dtype bf16"), 12, "o_dtype f32");
   Manifest m;
   EXPECT_EQ(fa::rt::parseManifest(text + "tensor_map q 64 128 128\n"
@@ -546,7 +621,8 @@ static void testTensorMapArgs() {
             FA_RT_SUCCESS); // 2^32 - 1 rows of 128 bytes: under 2^39
   // head_dim 256 bf16: 512-byte rows, 2^31 of them are 2^40 bytes.
   Manifest wide;
-  EXPECT_EQ(fa::rt::parseManifest(withLine("head_dim", "head_dim 256") +
+  EXPECT_EQ(fa::rt::parseManifest(version3(withLine("head_dim",
+                                                   "head_dim 256")) +
                                       "tensor_map q 64 64 none\n",
                                   "x.manifest", wide),
             FA_RT_SUCCESS);
@@ -569,7 +645,8 @@ static void testTensorMapArgs() {
                                       "'main_attention_0'): the address of k "
                                       "must be 16-byte aligned"));
   Manifest narrow;
-  EXPECT_EQ(fa::rt::parseManifest(withLine("head_dim", "head_dim 20") +
+  EXPECT_EQ(fa::rt::parseManifest(version3(withLine("head_dim",
+                                                   "head_dim 20")) +
                                       "tensor_map q 8 64 none\n",
                                   "x.manifest", narrow),
             FA_RT_SUCCESS);
@@ -1046,12 +1123,15 @@ static void testBackwardManifestMalformed() {
   noKernels = noKernels.substr(0, noKernels.find("kernel "));
   EXPECT_BACKWARD_ERROR(noKernels, "expected at least one kernel section");
 
-  // The kind of a manifest: version 3, or a version 2 of another op, is not
+  // The kind of a manifest: version 4, or a version 2 of another op, is not
   // read; a forward reader rejects a backward manifest by its version.
   fa::rt::ManifestKind kind;
-  EXPECT_EQ(fa::rt::manifestKind("version 3\n", "x.manifest", kind),
+  EXPECT_EQ(fa::rt::manifestKind("version 4\n", "x.manifest", kind),
             FA_RT_ERROR_MANIFEST);
-  EXPECT(contains(faRtGetLastError(), "unsupported manifest version 3"));
+  EXPECT(contains(faRtGetLastError(),
+                  "x.manifest: unsupported manifest version 4 (this runtime "
+                  "reads version 1 and 3 forward and version 2 "
+                  "attention_backward manifests)"));
   EXPECT_EQ(fa::rt::manifestKind("version 2\nop attention\n", "x.manifest",
                                  kind),
             FA_RT_ERROR_MANIFEST);
@@ -1128,6 +1208,7 @@ int main() {
       {"manifest-good", testManifestGood},
       {"manifest-defaults", testManifestDefaultsAndForwardCompat},
       {"manifest-row-align", testManifestRowAlign},
+      {"manifest-versions", testManifestVersions},
       // The tensor_map checks run inside existing entries: lit's
       // test/Runtime/runtime-unit.test pins the entry count.
       {"manifest-malformed",

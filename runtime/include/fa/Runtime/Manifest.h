@@ -38,7 +38,8 @@ struct TensorMapSpec {
   int line = 0;             ///< manifest line, for messages
 };
 
-/// One kernel manifest (docs/ARTIFACTS.md, version 1).
+/// One forward kernel manifest (docs/ARTIFACTS.md): version 1, or version 3
+/// when it has tensor_map lines.
 struct Manifest {
   std::string path; ///< The file it was read from (for messages).
   std::string dir;  ///< Its folder: the base of a relative `ptx` path.
@@ -67,7 +68,8 @@ struct Manifest {
   int64_t rowAlign = 0;
   std::vector<std::string> params; ///< q k v o [lse]
   std::array<std::string, 3> grid; ///< x, y, z expressions
-  /// Extra by-value kernel parameters after params, in manifest order.
+  /// Extra by-value kernel parameters after params, in manifest order
+  /// (which is params order: q, k, v, o); non-empty exactly in version 3.
   std::vector<TensorMapSpec> tensorMaps;
   std::string ptxPath() const; ///< ptx resolved against dir
 };
@@ -205,7 +207,7 @@ struct BackwardManifest {
   Manifest kernelView(size_t i) const;
 };
 
-/// Forward for `version 1`, Backward for `version 2` with
+/// Forward for `version 1` and `version 3`, Backward for `version 2` with
 /// `op attention_backward`; an error for anything else.
 faRtStatus manifestKind(std::string_view text, const std::string &fileName,
                         ManifestKind &kind);
