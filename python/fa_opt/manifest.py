@@ -172,8 +172,29 @@ def _tensor_map_line(rest: List[str], number: int, where: str,
     return TensorMap(operand, boxes[0], boxes[1], _SWIZZLES[rest[3]], number)
 
 
-def _check_tensor_maps(m: Manifest, path: str) -> None:
-    """The rules between a ``tensor_map`` line and the other keys."""
+def _check_tensor_maps(m: Manifest, path: str, version_line: int) -> None:
+    """The rules between a ``tensor_map`` line and the other keys: version 3
+    exactly when there are any, in params order (the kernel takes them in
+    that order), each box against its operand."""
+    if m.version == 1 and m.tensor_maps:
+        raise ManifestError(f"{path}:{m.tensor_maps[0].line}: tensor_map "
+                            f"needs manifest version 3 (this manifest is "
+                            f"version 1)")
+    if m.version == 3 and not m.tensor_maps:
+        raise ManifestError(f"{path}:{version_line}: manifest version 3 needs "
+                            f"at least one 'tensor_map' line (version 1 is "
+                            f"the format without tensor maps)")
+
+    def index(name):
+        return m.params.index(name) if name in m.params else len(m.params)
+
+    for prev, tm in zip(m.tensor_maps, m.tensor_maps[1:]):
+        if index(tm.operand) < index(prev.operand):
+            raise ManifestError(f"{path}:{tm.line}: tensor_map for "
+                                f"'{tm.operand}' after the one for "
+                                f"'{prev.operand}' (line {prev.line}): "
+                                f"tensor_map lines must be in the order of "
+                                f"params (q, k, v, o)")
     for tm in m.tensor_maps:
         where, name = f"{path}:{tm.line}", tm.operand
         if name not in m.params:
@@ -238,9 +259,13 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
                                 f"got '{text_value}'")
 
     version = integer("version")
-    if version != 1:
+    # 1: no tensor maps; 3: the same with tensor_map lines, so that a reader
+    # that predates them (and ignores unknown keys) rejects a TMA kernel
+    # instead of launching it without its maps.
+    if version not in (1, 3):
         raise ManifestError(f"{where('version')}: unsupported manifest version "
-                            f"{version} (this reader knows 1)")
+                            f"{version} (this reader knows 1 and 3 forward "
+                            f"and 2 attention_backward manifests)")
     dtype = one("dtype")
     o_dtype = one("o_dtype", dtype)
     for key, value in (("dtype", dtype), ("o_dtype", o_dtype)):
@@ -286,10 +311,13 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     if manifest.block_m < 1:
         raise ManifestError(f"{where('block_m')}: expected a positive integer "
                             f"for 'block_m', got {manifest.block_m}")
-    if manifest.has_lse != ("lse" in manifest.params):
-        raise ManifestError(f"{where('params')}: has_lse {int(manifest.has_lse)} "
-                            f"but params are {' '.join(manifest.params)}")
-    _check_tensor_maps(manifest, path)
+    expected = ["q", "k", "v", "o"] + (["lse"] if manifest.has_lse else [])
+    if manifest.params != expected:
+        raise ManifestError(f"{where('params')}: expected params "
+                            f"'{' '.join(expected)}' (has_lse "
+                            f"{int(manifest.has_lse)}), got "
+                            f"'{' '.join(manifest.params)}'")
+    _check_tensor_maps(manifest, path, lines.get("version", 0))
     compile_grid(manifest.grid, manifest)  # reject bad expressions early
     return manifest
 
@@ -476,7 +504,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
 
 
 def parse_any_manifest(text: str, path: str = "<manifest>"):
-    """A :class:`Manifest` (version 1, one forward kernel) or a
+    """A :class:`Manifest` (version 1 or 3, one forward kernel) or a
     :class:`BackwardManifest` (version 2, ``op attention_backward``)."""
     for _, line in _lines(text):
         if line[0] == "version":

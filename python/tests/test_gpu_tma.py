@@ -49,7 +49,7 @@ def kernels(tmp_path_factory):
     for dtype, d in WIDTH.items():
         path = out / f"tma_echo_{dtype}.manifest"
         path.write_text(f"""\
-version 1
+version 3
 kernel tma_echo_{dtype}
 ptx tma_echo.ptx
 chip sm_90a

@@ -59,7 +59,8 @@ def test_unknown_keys_are_kept_not_fatal():
     (lambda t: t.replace("seqlen_q ?", "seqlen_q x"), "expected a dim"),
     (lambda t: t.replace("batch 1\n", "batch\n"), "expected 3 grid expressions"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,nope)"), "unknown name 'nope'"),
-    (lambda t: t.replace("params q k v o lse", "params q k v o"), "has_lse 1 but params"),
+    (lambda t: t.replace("params q k v o lse", "params q k v o"),
+     "x.manifest:21: expected params 'q k v o lse' \\(has_lse 1\\), got 'q k v o'"),
     # The value ranges of the C++ runtime.
     (lambda t: t.replace("block_m 64", "block_m 0"), "positive integer for 'block_m', got 0"),
     (lambda t: t.replace("head_dim 64", "head_dim -64"), "positive integer for 'head_dim', got -64"),
@@ -150,11 +151,14 @@ def test_backward_manifest(tmp_path):
 
 # --- tensor_map lines (TMA forward kernels) ------------------------------------
 # DOC_EXAMPLE is bf16, head_dim 64, head_dim_v 64, 22 lines: appended lines
-# are 23, 24, ... (the C++ runtime's unit tests use the same texts).
+# are 23, 24, ... (the C++ runtime's unit tests use the same texts). A
+# manifest with tensor_map lines is version 3: V3 is DOC_EXAMPLE so.
+
+V3 = DOC_EXAMPLE.replace("\nversion 1\n", "\nversion 3\n")
 
 def test_tensor_maps(tmp_path):
     from fa_opt.manifest import TensorMap
-    m = parse_manifest(DOC_EXAMPLE + "tensor_map q 64 128 128\n"
+    m = parse_manifest(V3 + "tensor_map q 64 128 128\n"
                        "tensor_map k 8 64 none  # x\n"
                        "tensor_map v 16 64 32\ntensor_map o 32 1 64\n")
     assert m.tensor_maps == [TensorMap("q", 64, 128, 128, 23),
@@ -166,12 +170,12 @@ def test_tensor_maps(tmp_path):
     assert parse_manifest(DOC_EXAMPLE).tensor_maps == []
     # A line may come before the keys it is checked against.
     m = parse_manifest("tensor_map k 256 256 none\n"
-                       + DOC_EXAMPLE.replace("head_dim 64", "head_dim 256"))
+                       + V3.replace("head_dim 64", "head_dim 256"))
     assert m.tensor_maps == [TensorMap("k", 256, 256, 0, 1)]
     # f32: 4 columns are 16 bytes; o takes o_dtype.
-    m = parse_manifest(DOC_EXAMPLE.replace("dtype bf16 ", "dtype f32 ")
-                       + "tensor_map k 4 64 none\ntensor_map q 32 64 128\n")
-    assert [t.box_cols for t in m.tensor_maps] == [4, 32]
+    m = parse_manifest(V3.replace("dtype bf16 ", "dtype f32 ")
+                       + "tensor_map q 32 64 128\ntensor_map k 4 64 none\n")
+    assert [t.box_cols for t in m.tensor_maps] == [32, 4]
 
 
 def _o_dtype(dtype):
@@ -241,17 +245,82 @@ def _head_dim(key, value):
     ("tensor_map o 64 64 128\n", _o_dtype("f32"),
      "tensor_map 'o': BOX_COLS 64 x 4 bytes (f32) = 256 bytes exceeds "
      "the 128-byte swizzle span"),
-    # Python's reader takes params without o (the C++ one wants q k v o).
-    ("tensor_map o 8 64 none\n",
-     lambda t: t.replace("params q k v o lse", "params q k v lse"),
-     "x.manifest:23: tensor_map for 'o', which is not in params"),
 ])
 def test_tensor_map_malformed(extra, edit, message):
     """Each rule, with the C++ runtime's message (file:line first)."""
-    text = DOC_EXAMPLE if edit is None else edit(DOC_EXAMPLE)
+    text = V3 if edit is None else edit(V3)
     with pytest.raises(ManifestError) as info:
         parse_manifest(text + extra, "x.manifest")
     assert message in str(info.value)
+
+
+def test_forward_versions():
+    """Version 1 without tensor_map lines, 3 with them (so that a reader
+    that predates tensor maps rejects a TMA kernel by its version instead of
+    launching it without its maps); the maps in params order. The C++
+    runtime's messages (its manifest-versions unit test)."""
+    from fa_opt.manifest import parse_any_manifest
+    m = parse_manifest(V3 + "tensor_map q 64 128 128\ntensor_map k 64 64 128\n"
+                       "tensor_map v 64 64 128\n")
+    assert m.version == 3 and len(m.tensor_maps) == 3
+    assert parse_manifest(DOC_EXAMPLE).version == 1
+    assert isinstance(parse_any_manifest(V3 + "tensor_map q 64 128 128\n"),
+                      type(m))
+    # Any subset in order.
+    for maps in ("k", "q v", "v o"):
+        parse_manifest(V3 + "".join(f"tensor_map {x} 64 64 none\n"
+                                    for x in maps.split()))
+
+    def error(text):
+        with pytest.raises(ManifestError) as info:
+            parse_manifest(text, "x.manifest")
+        return str(info.value)
+
+    assert error(DOC_EXAMPLE + "tensor_map q 64 128 128\n"
+                 "tensor_map k 64 64 128\n") == (
+        "x.manifest:23: tensor_map needs manifest version 3 (this manifest "
+        "is version 1)")
+    assert error(V3) == (
+        "x.manifest:2: manifest version 3 needs at least one 'tensor_map' "
+        "line (version 1 is the format without tensor maps)")
+    assert error(V3 + "tensor_map k 64 64 none\ntensor_map q 64 128 none\n") \
+        == ("x.manifest:24: tensor_map for 'q' after the one for 'k' (line "
+            "23): tensor_map lines must be in the order of params (q, k, v, o)")
+    assert error(V3 + "tensor_map q 64 128 none\ntensor_map v 64 64 none\n"
+                 "tensor_map k 64 64 none\n").startswith(
+        "x.manifest:25: tensor_map for 'k' after the one for 'v' (line 24)")
+    assert "tensor_map for 'v' after the one for 'o'" in error(
+        V3 + "tensor_map o 64 64 none\ntensor_map v 64 64 none\n")
+    # A duplicate is reported as such, not as an order error.
+    assert error(V3 + "tensor_map q 64 64 none\ntensor_map q 64 64 none\n") \
+        .startswith("x.manifest:24: duplicate tensor_map for 'q'")
+    for version in ("0", "4"):
+        assert error(DOC_EXAMPLE.replace("version 1", f"version {version}")) \
+            == (f"x.manifest:2: unsupported manifest version {version} (this "
+                f"reader knows 1 and 3 forward and 2 attention_backward "
+                f"manifests)")
+
+
+@pytest.mark.parametrize("params,has_lse", [
+    ("q k v o", 1), ("q k v o lse", 0), ("k q v o lse", 1), ("q k v o", None),
+    ("q k o v lse", 1), ("q k v o lse lse", 1), ("q k v o lse extra", 1),
+    ("q k v lse", 1), ("o k v q", 0),
+])
+def test_params_must_be_the_kernel_order(params, has_lse):
+    """params is exactly q k v o, then lse when has_lse is 1, as the C++
+    runtime requires: the memrefs are launched in that order, so a reordered
+    or longer list would pass them to the wrong parameters."""
+    text = DOC_EXAMPLE.replace("params q k v o lse", f"params {params}")
+    if has_lse is not None:
+        text = text.replace("has_lse 1", f"has_lse {has_lse}")
+    lse = 1 if has_lse is None else has_lse
+    want = "q k v o lse" if lse else "q k v o"
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(text, "x.manifest")
+    assert str(info.value) == (f"x.manifest:21: expected params '{want}' "
+                               f"(has_lse {lse}), got '{params}'")
+    good = text.replace(f"params {params}", f"params {want}")
+    assert parse_manifest(good).params == want.split()
 
 
 def test_backward_manifest_tensor_map_is_not_read():
@@ -273,7 +342,7 @@ def test_words_and_lines_split_as_the_runtime_splits_them(separator):
     the manifest is rejected, as the C++ runtime rejects it."""
     with pytest.raises(ManifestError,
                        match="x.manifest:23: invalid value '128.*SWIZZLE"):
-        parse_manifest(DOC_EXAMPLE + "tensor_map q 64 128 128" + separator
+        parse_manifest(V3 + "tensor_map q 64 128 128" + separator
                        + "\n", "x.manifest")
     # A line break other than '\n' does not end a line either.
     with pytest.raises(ManifestError):
@@ -281,7 +350,7 @@ def test_words_and_lines_split_as_the_runtime_splits_them(separator):
 
 
 def test_crlf_tabs_and_comments_still_read():
-    text = (DOC_EXAMPLE + "tensor_map\tq 64\t128 128   # TMA\n").replace(
+    text = (V3 + "tensor_map\tq 64\t128 128   # TMA\n").replace(
         "\n", "\r\n")
     m = parse_manifest(text, "x.manifest")
     assert [(t.operand, t.box_cols, t.swizzle, t.line)

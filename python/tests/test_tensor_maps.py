@@ -13,10 +13,10 @@ from fa_opt.layout import TMA_MAX_DIM, TensorMapArgs, tensor_map_args
 from fa_opt.manifest import TensorMap, parse_manifest
 from fa_opt.runtime import tensor_maps_for
 
-from test_manifest import DOC_EXAMPLE
+from test_manifest import DOC_EXAMPLE, V3
 
 # q/k bf16 [B, T, 64]; v bf16 [B, Tk, 32]; o f32 [B, Tq, 32].
-MANIFEST = (DOC_EXAMPLE.replace("head_dim_v 64", "head_dim_v 32")
+MANIFEST = (V3.replace("head_dim_v 64", "head_dim_v 32")
             .replace("o_dtype bf16", "o_dtype f32")
             + "tensor_map q 64 128 128\ntensor_map k 64 64 none\n"
               "tensor_map v 32 64 64\ntensor_map o 8 32 none\n")

@@ -6,7 +6,7 @@
 //
 // Kernels with the forward kernel ABI of docs/ARTIFACTS.md (memrefs q, k, v,
 // o, lse) followed by three by-value CUtensorMaps, those of the manifest
-// lines
+// lines (so its manifests say `version 3`)
 //
 //   tensor_map q D 32 128     (128-byte rows, 128-byte swizzle)
 //   tensor_map k D 32 none
