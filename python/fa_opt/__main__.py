@@ -94,6 +94,9 @@ def _parser():
                    help="target chip (default sm_90a)")
     c.add_argument("--block-m", type=_positive)
     c.add_argument("--block-n", type=_positive)
+    c.add_argument("--tma", choices=("true", "false"),
+                   help="sm_90a wgmma forward: Q/K/V loads by TMA (passed as "
+                        "fa-to-ptx's tma=; default: fa-to-ptx's default)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -118,7 +121,9 @@ def _compile_error_line(err: CompilationError) -> str:
 
 def _compile(args, sub) -> int:
     options = CompileOptions(chip=args.chip, block_m=args.block_m,
-                             block_n=args.block_n)
+                             block_n=args.block_n,
+                             tma=None if args.tma is None
+                             else args.tma == "true")
     configs = []
     for dtype, d, dv, causal, scale in itertools.product(
             args.dtype, args.head_dim, args.head_dim_v, args.causal,

@@ -160,7 +160,15 @@ class CompileOptions:
     block_m: Optional[int] = None
     block_n: Optional[int] = None
     features: Optional[str] = None
+    # The sm_90a wgmma forward's Q/K/V loads by TMA (`tma=true|false`); None
+    # keeps fa-to-ptx's default.
+    tma: Optional[bool] = None
     extra: tuple = field(default=())  # further "key=value" pipeline options
+
+    def __post_init__(self):
+        if self.tma is not None and not isinstance(self.tma, bool):
+            raise TypeError(f"tma must be True, False or None, got "
+                            f"{self.tma!r}")
 
     def pipeline_options(self) -> list:
         """The ``key=value`` options of ``--fa-to-ptx``, output-dir excluded."""
@@ -171,6 +179,8 @@ class CompileOptions:
             opts.append(f"block-n={int(self.block_n)}")
         if self.features is not None:
             opts.append(f"features={self.features}")
+        if self.tma is not None:
+            opts.append(f"tma={'true' if self.tma else 'false'}")
         opts.extend(self.extra)
         return opts
 

@@ -43,6 +43,7 @@ def _error_line(err):
     (["compile", "--block-m", "0"], "argument --block-m: must be > 0"),
     (["compile", "--chip", "sm_100"], "argument --chip: invalid choice: 'sm_100'"),
     (["compile", "--chip", "bogus"], "argument --chip: invalid choice"),
+    (["compile", "--tma", "yes"], "argument --tma: invalid choice: 'yes'"),
     (["compile", "--out", "/proc/nope"], "argument --out: cannot create directory '/proc/nope'"),
     (["list", "/nonexistent"], "error: no such directory '/nonexistent'"),
 ])
@@ -134,6 +135,30 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
         ":17: expected a positive integer for 'block_m', got 0")
     rc, _, err = _run_main(capsys, ["list", str(tmp_path / "good.manifest")])
     assert rc == 2 and "not a directory" in _error_line(err)
+
+
+@pytest.mark.parametrize("argv, option", [
+    ([], None), (["--tma", "true"], "tma=true"), (["--tma", "false"], "tma=false"),
+])
+def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
+                                                    monkeypatch, argv, option):
+    """--tma becomes fa-to-ptx's tma= option; without it, fa-to-ptx's
+    default applies (nothing passed)."""
+    log = tmp_path / "args"
+    tool = tmp_path / "fa-opt"
+    tool.write_text("#!/bin/sh\n"
+                    "[ \"$1\" = --version ] && { echo fake 1.0; exit 0; }\n"
+                    f"echo \"$@\" >> '{log}'\n"
+                    "echo 'error: stop here' >&2\nexit 1\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("FA_OPT", str(tool))
+    monkeypatch.setenv("FA_OPT_CACHE_DIR", str(tmp_path / "cache"))
+    rc, _, _ = _run_main(capsys, ["compile", "--no-backward", *argv])
+    assert rc == 1
+    pipeline = [w for w in log.read_text().split() if "--fa-to-ptx" in w]
+    assert len(pipeline) == 1, log.read_text()
+    tma = [w for w in log.read_text().split() if w.startswith("tma=")]
+    assert tma == ([option] if option else [])
 
 
 def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root):

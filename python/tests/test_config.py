@@ -55,6 +55,15 @@ def test_compile_options_command_line():
     assert CompileOptions().pipeline_options() == ["chip=sm_90a"]
     assert CompileOptions(chip="sm_80", block_m=128, block_n=32) \
         .pipeline_options() == ["chip=sm_80", "block-m=128", "block-n=32"]
+    # tma only when given: otherwise fa-to-ptx's default applies.
+    assert CompileOptions(tma=True).pipeline_options() == \
+        ["chip=sm_90a", "tma=true"]
+    assert CompileOptions(tma=False).pipeline_options() == \
+        ["chip=sm_90a", "tma=false"]
+    assert CompileOptions(tma=False).to_dict()["tma"] is False
+    assert CompileOptions(**CompileOptions(tma=True).to_dict()).tma is True
+    with pytest.raises(TypeError, match="tma must be True, False or None"):
+        CompileOptions(tma="false")
 
 
 def test_chip_for_capability():
