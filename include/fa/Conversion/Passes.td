@@ -251,7 +251,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "Accelerator (cp.async.bulk.tensor, one thread, completion on "
            "mbarriers) from tensor maps the runtime encodes on the host "
            "(three extra by-value kernel parameters, `tensor_map` lines in "
-           "the manifest) instead of per-thread cp.async">,
+           "the manifest) instead of per-thread cp.async; ignored by ops "
+           "that take another kernel (without tensor-cores and wgmma, f32, "
+           "other head dims, the backward)">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

@@ -95,7 +95,9 @@ struct FAToPTXPipelineOptions
                      "(cp.async.bulk.tensor on mbarriers, 128-byte swizzle, "
                      "tensor maps encoded by the runtime); false: cp.async "
                      "into padded no-swizzle tiles; given as true with "
-                     "another chip or wgmma=false: an error"),
+                     "another chip, wgmma=false or tensor-cores=false: an "
+                     "error; ops that take another kernel (f32, head dims "
+                     "other than 32, 64, 128; the backward) are unaffected"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
