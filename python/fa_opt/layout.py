@@ -87,8 +87,9 @@ def rank2(sizes: Sequence[int], strides: Sequence[int]
 # --- TMA tensor maps ----------------------------------------------------------
 #
 # A forward manifest's `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` lines
-# (docs/ARTIFACTS.md) ask for one CUtensorMap per operand, passed by value
-# after the memref params. The map describes the operand's rank-3 view
+# (docs/ARTIFACTS.md), and those of a version 4 backward manifest's kernel
+# sections (q, k, v, do), ask for one CUtensorMap per operand, passed by
+# value after the memref params. The map describes the operand's rank-3 view
 # [batch, T, D] innermost first: dims (D, T, batch), byte strides (T stride,
 # batch stride); for a contiguous tensor (D*esize, T*D*esize), as the C++
 # runtime encodes it (runtime/lib/Manifest.cpp, buildTensorMapArgs).
@@ -116,7 +117,8 @@ class TensorMapArgs:
 
 
 _DIM_NAMES = {"q": ("head_dim", "seqlen_q"), "k": ("head_dim", "seqlen_k"),
-              "v": ("head_dim_v", "seqlen_k"), "o": ("head_dim_v", "seqlen_q")}
+              "v": ("head_dim_v", "seqlen_k"), "o": ("head_dim_v", "seqlen_q"),
+              "do": ("head_dim_v", "seqlen_q")}
 
 
 def tensor_map_args(tensor_map, dtype: str, element_size: int, ptr: int,

@@ -28,6 +28,8 @@ _REQUIRED = ("version", "kernel", "ptx", "dtype", "params", "grid", "threads",
 ELEMENT_SIZES = {"f16": 2, "bf16": 2, "f32": 4}
 
 _TENSOR_MAP_OPERANDS = ("q", "k", "v", "o")
+# The operands a backward kernel section may map (version 4).
+_BACKWARD_TENSOR_MAP_OPERANDS = ("q", "k", "v", "do")
 _SWIZZLES = {"none": 0, "32": 32, "64": 64, "128": 128}
 
 
@@ -37,7 +39,7 @@ class TensorMap:
     takes a 128-byte CUtensorMap of that operand by value, after its memref
     params (docs/ARTIFACTS.md, "Tensor maps")."""
 
-    operand: str  # q, k, v or o
+    operand: str  # q, k, v or o (forward); q, k, v or do (backward)
     box_cols: int  # box extent along D (innermost), elements
     box_rows: int  # box extent along T, rows
     swizzle: int  # bytes: 0 (none), 32, 64 or 128
@@ -71,6 +73,8 @@ class Manifest:
     extra: Dict[str, List[str]] = field(default_factory=dict)
     # Extra by-value kernel parameters after params, in manifest order.
     tensor_maps: List[TensorMap] = field(default_factory=list)
+    # A backward kernel's view: the element type of `do` (None: forward).
+    do_dtype: Optional[str] = None
     _grid_fn: Optional[Callable] = field(default=None, repr=False)
 
     def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
@@ -139,21 +143,28 @@ def _lines(text: str):
 
 
 def _tensor_map_line(rest: List[str], number: int, where: str,
-                     seen: List[TensorMap]) -> TensorMap:
+                     seen: List[TensorMap],
+                     operands: Tuple[str, ...] = _TENSOR_MAP_OPERANDS,
+                     kernel: str = "") -> TensorMap:
     """The checks of one ``tensor_map`` line that need no other key (the
-    C++ runtime's messages, runtime/lib/Manifest.cpp)."""
+    C++ runtime's messages, runtime/lib/Manifest.cpp); ``seen``: the
+    earlier lines of the same manifest (forward) or of the section of
+    backward kernel ``kernel``."""
     if len(rest) != 4:
         raise ManifestError(f"{where}: expected 4 values for 'tensor_map' "
                             f"(OPERAND BOX_COLS BOX_ROWS SWIZZLE), got "
                             f"{len(rest)}")
     operand = rest[0]
-    if operand not in _TENSOR_MAP_OPERANDS:
+    if operand not in operands:
         raise ManifestError(f"{where}: invalid value '{operand}' for "
-                            f"'tensor_map' OPERAND: expected q, k, v or o")
+                            f"'tensor_map' OPERAND: expected "
+                            f"{', '.join(operands[:-1])} or {operands[-1]}")
     for other in seen:
         if other.operand == operand:
+            in_kernel = f" in kernel '{kernel}'" if kernel else ""
             raise ManifestError(f"{where}: duplicate tensor_map for "
-                                f"'{operand}' (first on line {other.line})")
+                                f"'{operand}'{in_kernel} (first on line "
+                                f"{other.line})")
     boxes = []
     for name, text_value in (("BOX_COLS", rest[1]), ("BOX_ROWS", rest[2])):
         try:
@@ -172,10 +183,20 @@ def _tensor_map_line(rest: List[str], number: int, where: str,
     return TensorMap(operand, boxes[0], boxes[1], _SWIZZLES[rest[3]], number)
 
 
+def operand_dtype(m: "Manifest", name: str) -> str:
+    """The element type of a tensor-map operand: ``o_dtype`` for o,
+    ``do_dtype`` for do (backward kernels), ``dtype`` for q, k, v."""
+    if name == "o":
+        return m.o_dtype
+    if name == "do":
+        return m.do_dtype or m.o_dtype
+    return m.dtype
+
+
 def _check_tensor_maps(m: Manifest, path: str, version_line: int) -> None:
-    """The rules between a ``tensor_map`` line and the other keys: version 3
-    exactly when there are any, in params order (the kernel takes them in
-    that order), each box against its operand."""
+    """The rules between a forward manifest's ``tensor_map`` lines and the
+    other keys: version 3 exactly when there are any, then
+    :func:`_check_map_order_and_boxes`."""
     if m.version == 1 and m.tensor_maps:
         raise ManifestError(f"{path}:{m.tensor_maps[0].line}: tensor_map "
                             f"needs manifest version 3 (this manifest is "
@@ -184,23 +205,33 @@ def _check_tensor_maps(m: Manifest, path: str, version_line: int) -> None:
         raise ManifestError(f"{path}:{version_line}: manifest version 3 needs "
                             f"at least one 'tensor_map' line (version 1 is "
                             f"the format without tensor maps)")
+    _check_map_order_and_boxes(m, path, "params (q, k, v, o)")
+
+
+def _check_map_order_and_boxes(m: Manifest, path: str,
+                               params_what: str) -> None:
+    """Each operand in params, the lines in params order (the kernel takes
+    the maps in that order), each box against its operand's element type
+    and head dim. ``params_what`` names the params in messages."""
 
     def index(name):
         return m.params.index(name) if name in m.params else len(m.params)
 
+    for tm in m.tensor_maps:
+        if tm.operand not in m.params:
+            raise ManifestError(f"{path}:{tm.line}: tensor_map for "
+                                f"'{tm.operand}', which is not in "
+                                f"{params_what}")
     for prev, tm in zip(m.tensor_maps, m.tensor_maps[1:]):
         if index(tm.operand) < index(prev.operand):
             raise ManifestError(f"{path}:{tm.line}: tensor_map for "
                                 f"'{tm.operand}' after the one for "
                                 f"'{prev.operand}' (line {prev.line}): "
                                 f"tensor_map lines must be in the order of "
-                                f"params (q, k, v, o)")
+                                f"{params_what}")
     for tm in m.tensor_maps:
         where, name = f"{path}:{tm.line}", tm.operand
-        if name not in m.params:
-            raise ManifestError(f"{where}: tensor_map for '{name}', which is "
-                                f"not in params")
-        dtype = m.o_dtype if name == "o" else m.dtype
+        dtype = operand_dtype(m, name)
         esize = ELEMENT_SIZES[dtype]
         row_bytes = tm.box_cols * esize
         box_text = (f"BOX_COLS {tm.box_cols} x {esize} bytes ({dtype}) = "
@@ -208,7 +239,7 @@ def _check_tensor_maps(m: Manifest, path: str, version_line: int) -> None:
         if row_bytes % 16:
             raise ManifestError(f"{where}: tensor_map '{name}': {box_text} is "
                                 f"not a multiple of 16 bytes")
-        key = "head_dim_v" if name in ("v", "o") else "head_dim"
+        key = "head_dim_v" if name in ("v", "o", "do") else "head_dim"
         if tm.box_cols > getattr(m, key):
             raise ManifestError(f"{where}: tensor_map '{name}': BOX_COLS "
                                 f"{tm.box_cols} exceeds {key} "
@@ -216,6 +247,10 @@ def _check_tensor_maps(m: Manifest, path: str, version_line: int) -> None:
         if tm.swizzle and row_bytes > tm.swizzle:
             raise ManifestError(f"{where}: tensor_map '{name}': {box_text} "
                                 f"exceeds the {tm.swizzle}-byte swizzle span")
+
+
+_KNOWN_VERSIONS = ("(this reader knows 1 and 3 forward and 2 and 4 "
+                   "attention_backward manifests)")
 
 
 def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
@@ -264,8 +299,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     # instead of launching it without its maps.
     if version not in (1, 3):
         raise ManifestError(f"{where('version')}: unsupported manifest version "
-                            f"{version} (this reader knows 1 and 3 forward "
-                            f"and 2 attention_backward manifests)")
+                            f"{version} {_KNOWN_VERSIONS}")
     dtype = one("dtype")
     o_dtype = one("o_dtype", dtype)
     for key, value in (("dtype", dtype), ("o_dtype", o_dtype)):
@@ -348,13 +382,16 @@ def read_manifest(path: str) -> Manifest:
         return parse_manifest(f.read(), path)
 
 
-# --- backward manifests (version 2) -------------------------------------------
+# --- backward manifests (versions 2 and 4) -------------------------------------
 #
 # `version 2` + `op attention_backward`: a header (the op's dtypes, causal,
 # scale, dims), one `scratch NAME DTYPE DIM...` line per scratch buffer, then
 # one section per kernel in launch order, each opened by its `kernel` line
 # (kernel, threads, block_m, block_n, shared_bytes, params, grid). All
-# kernels live in the one PTX file the header names.
+# kernels live in the one PTX file the header names. `version 4` is the same
+# with `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` lines in kernel
+# sections (OPERAND q, k, v or do, in the section's params order): that
+# kernel takes one CUtensorMap per line by value after its memref params.
 
 _BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
                         "head_dim_v")
@@ -402,12 +439,27 @@ class BackwardManifest:
 def parse_backward_manifest(text: str, path: str = "<manifest>"
                             ) -> BackwardManifest:
     header: Dict[str, List[str]] = {}
+    header_lines: Dict[str, int] = {}
     scratch: List[Scratch] = []
     sections: List[Dict[str, List[str]]] = []
+    section_maps: List[List[TensorMap]] = []  # per section, line order
     for number, (key, *rest) in _lines(text):
         where = f"{path}:{number}"
         if key == "kernel":
             sections.append({})
+            section_maps.append([])
+        if key == "tensor_map":  # version 4: one line per map, in a section
+            if not sections:
+                raise ManifestError(f"{where}: 'tensor_map' outside a kernel "
+                                    f"section (a tensor map belongs to the "
+                                    f"kernel that takes it: after its "
+                                    f"'params' line)")
+            section_maps[-1].append(_tensor_map_line(
+                rest, number, where, section_maps[-1],
+                _BACKWARD_TENSOR_MAP_OPERANDS,
+                sections[-1]["kernel"][0] if sections[-1].get("kernel")
+                else "?"))
+            continue
         if sections and key in _SECTION_KEYS:
             if key in sections[-1]:
                 raise ManifestError(f"{where}: duplicate key '{key}' in the "
@@ -424,6 +476,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
             if key in header:
                 raise ManifestError(f"{where}: duplicate key '{key}'")
             header[key] = rest
+            header_lines[key] = number
     for key in _BWD_HEADER_REQUIRED:
         if key not in header:
             raise ManifestError(f"{path}: missing required key '{key}'")
@@ -460,12 +513,27 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
         version = _int(one(header, "version"))
     except (TypeError, ValueError):
         raise ManifestError(f"{path}: malformed header value")
-    if version != 2:
-        raise ManifestError(f"{path}: unsupported backward manifest version "
-                            f"{version} (this reader knows 2)")
+    version_where = f"{path}:{header_lines['version']}"
+    # 2: no tensor maps; 4: the same with tensor_map lines in kernel
+    # sections, so that a reader that predates them rejects the manifest
+    # instead of launching the kernels without their maps.
+    if version not in (2, 4):
+        raise ManifestError(f"{version_where}: unsupported backward manifest "
+                            f"version {version} {_KNOWN_VERSIONS}")
+    all_maps = [tm for maps in section_maps for tm in maps]
+    if version == 2 and all_maps:
+        raise ManifestError(f"{path}:{all_maps[0].line}: tensor_map needs "
+                            f"manifest version 4 (this backward manifest is "
+                            f"version 2)")
+    if version == 4 and not all_maps:
+        raise ManifestError(f"{version_where}: backward manifest version 4 "
+                            f"needs at least one 'tensor_map' line in a kernel "
+                            f"section (version 2 is the format without "
+                            f"tensor maps)")
     o_dtype = dtype_of("o_dtype", dtype)
+    do_dtype = dtype_of("do_dtype", o_dtype)
     kernels = []
-    for sec in sections:
+    for sec, maps in zip(sections, section_maps):
         name = one(sec, "kernel")
         for key in ("threads", "params", "grid"):
             if key not in sec:
@@ -484,16 +552,19 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                 block_n=_int(one(sec, "block_n", "0")) or None,
                 threads=_int(one(sec, "threads")),
                 shared_bytes=_int(one(sec, "shared_bytes", "0")),
-                params=list(sec["params"]), grid=tuple(sec["grid"]))
+                params=list(sec["params"]), grid=tuple(sec["grid"]),
+                tensor_maps=maps, do_dtype=do_dtype)
         except ValueError:
             raise ManifestError(f"{path}: kernel {name}: malformed number")
         _check_ranges(m, f"{path}: kernel {name}")
+        _check_map_order_and_boxes(m, path,
+                                   f"the params of kernel '{name}'")
         compile_grid(m.grid, m)
         kernels.append(m)
     return BackwardManifest(
         path=path, name=one(header, "name"), ptx=ptx, version=version,
         chip=one(header, "chip"), dtype=dtype, o_dtype=o_dtype,
-        do_dtype=dtype_of("do_dtype", o_dtype),
+        do_dtype=do_dtype,
         dq_dtype=dtype_of("dq_dtype", dtype),
         dk_dtype=dtype_of("dk_dtype", dtype),
         dv_dtype=dtype_of("dv_dtype", dtype), causal=causal, scale=scale,
@@ -505,12 +576,19 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
 
 def parse_any_manifest(text: str, path: str = "<manifest>"):
     """A :class:`Manifest` (version 1 or 3, one forward kernel) or a
-    :class:`BackwardManifest` (version 2, ``op attention_backward``)."""
+    :class:`BackwardManifest` (version 2, or 4 with tensor maps;
+    ``op attention_backward``). A version 2 or 4 manifest, or one that
+    says ``op attention_backward`` with a version other than 1 and 3, goes
+    to the backward reader (whose errors then name the backward format)."""
+    version = op = None
     for _, line in _lines(text):
-        if line[0] == "version":
-            if line[1:] == ["2"]:
-                return parse_backward_manifest(text, path)
-            break
+        if line[0] == "version" and version is None:
+            version = line[1:]
+        if line[0] == "op" and op is None:
+            op = line[1:]
+    if version in (["2"], ["4"]) or (op == ["attention_backward"]
+                                     and version not in (["1"], ["3"])):
+        return parse_backward_manifest(text, path)
     return parse_manifest(text, path)
 
 

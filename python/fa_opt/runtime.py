@@ -29,7 +29,7 @@ from .compiler import (Artifact, FaOptNotFoundError, compile_attention,
 from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
 from .layout import TensorMapArgs, memref_params, tensor_map_args
 from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
-                       ManifestError, read_any_manifest)
+                       ManifestError, operand_dtype, read_any_manifest)
 
 # Grid y (the batch) is limited to 65535 blocks: larger batches are launched
 # in chunks, the tensors' memref offsets advanced by the chunk start.
@@ -82,9 +82,12 @@ def _module(ptx: str, device: int):
 def launch(kernels: KernelSet, manifest: Manifest, device: int,
            tensors: Dict[str, Tuple[int, Sequence[int], Sequence[int], int]],
            batch: int, seqlen_q: int, seqlen_k: int, stream: int) -> None:
-    """Launches one kernel: ``tensors`` maps each manifest param name to
-    ``(data_ptr, sizes, strides, element_size)`` of its memref (sizes and
-    strides in elements, the batch dim first)."""
+    """Launches one kernel (a forward manifest or a backward kernel's
+    view): ``tensors`` maps each manifest param name to ``(data_ptr, sizes,
+    strides, element_size)`` of its memref (sizes and strides in elements,
+    the batch dim first). Batches over 65535 go in chunks; each chunk's
+    launch passes the memrefs, then the tensor maps of the manifest's
+    ``tensor_map`` lines over that chunk's batches."""
     if not manifest.accepts(batch, seqlen_q, seqlen_k):
         raise ValueError(
             f"kernel {manifest.kernel} was compiled for batch "
@@ -116,15 +119,17 @@ def tensor_maps_for(manifest: Manifest,
     """The encode arguments of the manifest's ``tensor_map`` lines, in
     order, for the batches ``[start, start + chunk)`` of ``tensors`` (as
     :func:`launch` takes them; q's pointer stands in for an operand with no
-    element)."""
+    element). ``manifest`` is a forward manifest or a backward kernel's
+    view (maps of q, k, v, do; do in ``do_dtype``)."""
     if not manifest.tensor_maps:
         return []
-    q_ptr, _, q_strides, q_esize = tensors["q"]
+    anchor = "q" if "q" in tensors else manifest.tensor_maps[0].operand
+    q_ptr, _, q_strides, q_esize = tensors[anchor]
     q_ptr += start * q_strides[0] * q_esize
     args = []
     for tm in manifest.tensor_maps:
         ptr, sizes, strides, esize = tensors[tm.operand]
-        dtype = manifest.o_dtype if tm.operand == "o" else manifest.dtype
+        dtype = operand_dtype(manifest, tm.operand)
         args.append(tensor_map_args(
             tm, dtype, ELEMENT_SIZES[dtype], ptr + start * strides[0] * esize,
             [sizes[0] if chunk is None else chunk, *sizes[1:]], strides,

@@ -208,3 +208,58 @@ def test_backward(dtype, causal):
     for name, ours, ref in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
         assert ours.dtype == dtype and ours.shape == ref.shape
         assert rel(ours, ref) < tol, name
+
+
+def _grads_vs_float64(leaves, make, do, causal):
+    """fa_opt's gradients of ``leaves`` through ``make(*leaves) -> (q, k,
+    v)`` against float64 autograd through the same ``make``; returns the
+    copies fa_opt made."""
+    before = ops.copy_count
+    o = fa_opt.attention(*make(*leaves), causal=causal)
+    try:
+        grads = torch.autograd.grad(o, leaves, do)
+    except NotImplementedError as err:
+        assert "backward is not available" in str(err)
+        pytest.skip(f"no backward kernels: {err}")
+    copies = ops.copy_count - before
+    doubles = [t.detach().double().requires_grad_() for t in leaves]
+    ref_o, _ = reference(*make(*doubles), causal)
+    refs = torch.autograd.grad(ref_o, doubles, do.double())
+    for name, ours, ref in zip(("q", "k", "v"), grads, refs):
+        assert ours.shape == ref.shape
+        assert rel(ours, ref) < 3e-2, f"d{name}"
+    return copies
+
+
+def test_backward_views_chunks_and_tensor_maps():
+    """The backward on views passed without copies (their strides go into
+    the memrefs and, for the sm_90a TMA kernels of a version 4 backward
+    manifest, into the tensor maps of q, k, v, do), and on a batch over
+    65535 (launched in chunks, each with its own maps)."""
+    H, T, D = 4, 200, 64
+    # [1, T, H, D] memory seen as [1, H, T, D]: batch stride D, row H*D.
+    leaves = [rand(1, T, H, D).requires_grad_() for _ in range(3)]
+    do = rand(1, T, H, D).transpose(1, 2)
+
+    def transposed(*ts):
+        return [t.transpose(1, 2) for t in ts]
+    q, k, v = transposed(*leaves)
+    assert q.stride() == (T * H * D, D, H * D, 1) == do.stride()
+    assert _grads_vs_float64(leaves, transposed, do, "top_left") == 0
+    ks = ops._kernels(q, ops.check_inputs(q, k, v), "top_left", None)
+    if ks.backward is not None and ks.backward.version == 4:
+        maps = {m.kernel.rsplit("_", 1)[-1]: [t.operand for t in m.tensor_maps]
+                for m in ks.backward.kernels}
+        assert maps.get("dkdv") and maps.get("dq"), maps
+    # k/v heads broadcast with stride 0 (batch 1).
+    leaves = [rand(1, H, T, D).requires_grad_(),
+              rand(1, 1, T, D).requires_grad_(),
+              rand(1, 1, T, D).requires_grad_()]
+
+    def broadcast(q, k, v):
+        return q, k.expand(1, H, T, D), v.expand(1, H, T, D)
+    assert _grads_vs_float64(leaves, broadcast, rand(1, H, T, D), "none") == 0
+    # 65540 batches of 24 x 64: two chunks (grid y <= 65535).
+    leaves = [rand(65540, 24, 64).requires_grad_() for _ in range(3)]
+    _grads_vs_float64(leaves, lambda *ts: ts, rand(65540, 24, 64),
+                      "bottom_right")

@@ -294,11 +294,11 @@ def test_forward_versions():
     # A duplicate is reported as such, not as an order error.
     assert error(V3 + "tensor_map q 64 64 none\ntensor_map q 64 64 none\n") \
         .startswith("x.manifest:24: duplicate tensor_map for 'q'")
-    for version in ("0", "4"):
+    for version in ("0", "2", "4", "5"):
         assert error(DOC_EXAMPLE.replace("version 1", f"version {version}")) \
             == (f"x.manifest:2: unsupported manifest version {version} (this "
-                f"reader knows 1 and 3 forward and 2 attention_backward "
-                f"manifests)")
+                f"reader knows 1 and 3 forward and 2 and 4 "
+                f"attention_backward manifests)")
 
 
 @pytest.mark.parametrize("params,has_lse", [
@@ -321,17 +321,6 @@ def test_params_must_be_the_kernel_order(params, has_lse):
                                f"(has_lse {lse}), got '{params}'")
     good = text.replace(f"params {params}", f"params {want}")
     assert parse_manifest(good).params == want.split()
-
-
-def test_backward_manifest_tensor_map_is_not_read():
-    """Version 2 manifests do not read tensor_map; one line is an unknown
-    header key, two are a duplicate key (as before the key existed)."""
-    from fa_opt.manifest import parse_any_manifest
-    line = "tensor_map q 8 64 none\n"
-    text = BACKWARD.replace("deterministic 0\n", "deterministic 0\n" + line)
-    assert not hasattr(parse_any_manifest(text), "tensor_maps")
-    with pytest.raises(ManifestError, match="duplicate key 'tensor_map'"):
-        parse_any_manifest(text.replace(line, line + line))
 
 
 @pytest.mark.parametrize("separator", ["\x0b", "\x0c", "\x1c", "\x85",
