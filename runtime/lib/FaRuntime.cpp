@@ -289,6 +289,47 @@ faRtStatus faRtKernelGetInfo(faRtKernel kernel, faRtKernelInfo *info) {
   return FA_RT_SUCCESS;
 }
 
+/// Encodes the tensor maps of kernel `kernelName` (buildTensorMapArgs or
+/// buildBackwardTensorMapArgs) into `maps`: each CUtensorMap is 128 bytes,
+/// 128-byte aligned (cuda.h), and must live until cuLaunchKernel has copied
+/// the parameters. A failed encode names the operand and the kernel.
+static faRtStatus
+encodeTensorMaps(const std::vector<fa::rt::TensorMapEncodeArgs> &mapArgs,
+                 const std::string &kernelName,
+                 std::vector<CUtensorMap> &maps) {
+  maps.assign(mapArgs.size(), CUtensorMap());
+  for (size_t i = 0; i < mapArgs.size(); ++i) {
+    const fa::rt::TensorMapEncodeArgs &a = mapArgs[i];
+    CUresult result = fa::rt::cudaDriver().cuTensorMapEncodeTiled(
+        &maps[i], fa::rt::tensorMapDataType(a.dtype), 3,
+        reinterpret_cast<void *>(static_cast<uintptr_t>(a.address)),
+        a.globalDim.data(), a.globalStrides.data(), a.boxDim.data(),
+        a.elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+        fa::rt::tensorMapSwizzle(a.swizzleBytes),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (result != CUDA_SUCCESS)
+      return fa::rt::reportCudaError(
+          ("cuTensorMapEncodeTiled (tensor map for '" + a.operand +
+           "' of kernel '" + kernelName + "')")
+              .c_str(),
+          result);
+  }
+  return FA_RT_SUCCESS;
+}
+
+/// cuLaunchKernel's kernelParams: the memref values, then the tensor maps
+/// passed by value, in order.
+static std::vector<void *> kernelArgs(std::vector<uint64_t> &values,
+                                      std::vector<CUtensorMap> &maps) {
+  std::vector<void *> args;
+  args.reserve(values.size() + maps.size());
+  for (uint64_t &value : values)
+    args.push_back(&value);
+  for (CUtensorMap &map : maps)
+    args.push_back(&map);
+  return args;
+}
+
 faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                             uint64_t v, uint64_t o, uint64_t lse, int64_t batch,
                             int64_t seqlenQ, int64_t seqlenK, void *stream) {
@@ -345,33 +386,11 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
   if (current != kernel->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, kernel->context);
 
-  // The tensor maps, passed by value after the memref params: each
-  // CUtensorMap is 128 bytes, 128-byte aligned (cuda.h), and lives until
-  // cuLaunchKernel has copied the parameters.
-  std::vector<CUtensorMap> maps(mapArgs.size());
-  for (size_t i = 0; i < mapArgs.size(); ++i) {
-    const fa::rt::TensorMapEncodeArgs &a = mapArgs[i];
-    CUresult result = fa::rt::cudaDriver().cuTensorMapEncodeTiled(
-        &maps[i], fa::rt::tensorMapDataType(a.dtype), 3,
-        reinterpret_cast<void *>(static_cast<uintptr_t>(a.address)),
-        a.globalDim.data(), a.globalStrides.data(), a.boxDim.data(),
-        a.elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
-        fa::rt::tensorMapSwizzle(a.swizzleBytes),
-        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (result != CUDA_SUCCESS)
-      return fa::rt::reportCudaError(
-          ("cuTensorMapEncodeTiled (tensor map for '" + a.operand +
-           "' of kernel '" + m.kernel + "')")
-              .c_str(),
-          result);
-  }
+  std::vector<CUtensorMap> maps;
+  if (faRtStatus status = encodeTensorMaps(mapArgs, m.kernel, maps))
+    return status;
 
-  std::vector<void *> args;
-  args.reserve(values.size() + maps.size());
-  for (uint64_t &value : values)
-    args.push_back(&value);
-  for (CUtensorMap &map : maps)
-    args.push_back(&map);
+  std::vector<void *> args = kernelArgs(values, maps);
   FA_RT_CUDA_CHECK(cuLaunchKernel, kernel->function, grid[0], grid[1], grid[2],
                    static_cast<unsigned>(m.threads), 1, 1,
                    static_cast<unsigned>(m.sharedBytes),
@@ -553,18 +572,36 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
   FA_RT_CUDA_CHECK(cuCtxGetCurrent, &current);
   if (current != backward->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, backward->context);
+  // Every kernel's grid, memref params and tensor maps (version 4) first,
+  // so that a bad shape or a failed encode launches nothing.
+  struct Launch {
+    std::array<uint32_t, 3> grid{};
+    std::vector<uint64_t> values;
+    std::vector<CUtensorMap> maps;
+  };
+  std::vector<Launch> launches(m.kernels.size());
   for (size_t i = 0; i < m.kernels.size(); ++i) {
-    std::array<uint32_t, 3> grid;
+    Launch &launch = launches[i];
     if (faRtStatus status =
-            fa::rt::computeGrid(m.kernelView(i), shape, grid))
+            fa::rt::computeGrid(m.kernelView(i), shape, launch.grid))
       return status;
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0)
       continue; // Nothing for this kernel to compute.
-    std::vector<uint64_t> values =
-        fa::rt::buildBackwardKernelParams(m, i, shape, pointers);
-    std::vector<void *> args(values.size());
-    for (size_t a = 0; a < values.size(); ++a)
-      args[a] = &values[a];
+    std::vector<fa::rt::TensorMapEncodeArgs> mapArgs;
+    if (faRtStatus status = fa::rt::buildBackwardTensorMapArgs(
+            m, i, shape, pointers, mapArgs))
+      return status;
+    if (faRtStatus status =
+            encodeTensorMaps(mapArgs, m.kernels[i].kernel, launch.maps))
+      return status;
+    launch.values = fa::rt::buildBackwardKernelParams(m, i, shape, pointers);
+  }
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    Launch &launch = launches[i];
+    const std::array<uint32_t, 3> &grid = launch.grid;
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+      continue;
+    std::vector<void *> args = kernelArgs(launch.values, launch.maps);
     FA_RT_CUDA_CHECK(cuLaunchKernel, backward->functions[i], grid[0], grid[1],
                      grid[2], static_cast<unsigned>(m.kernels[i].threads), 1,
                      1, static_cast<unsigned>(m.kernels[i].sharedBytes),

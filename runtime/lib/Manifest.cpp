@@ -145,6 +145,229 @@ static std::string dirName(const std::string &path) {
   return path.substr(0, slash);
 }
 
+/// The versions this runtime reads, for the unsupported-version errors.
+static const char *const kVersionsRead =
+    " (this runtime reads version 1 and 3 forward and version 2 and 4 "
+    "attention_backward manifests)";
+
+//===----------------------------------------------------------------------===//
+// Tensor maps, forward and backward
+//===----------------------------------------------------------------------===//
+
+/// The operands a tensor_map line may name.
+static const std::vector<std::string> kForwardMapOperands = {"q", "k", "v",
+                                                             "o"};
+static const std::vector<std::string> kBackwardMapOperands = {"q", "k", "v",
+                                                              "do"};
+
+/// Reads the values of one `tensor_map` line (`line`) into `spec`.
+/// `operands` are the names it may take, `seen` the lines read before it
+/// (of the same manifest or kernel section, named by `where` in the
+/// duplicate message). Returns the message of the first error, empty when
+/// the line is good.
+static std::string parseTensorMapLine(const std::vector<std::string> &values,
+                                      const std::vector<std::string> &operands,
+                                      const std::vector<TensorMapSpec> &seen,
+                                      const std::string &where, int line,
+                                      TensorMapSpec &spec) {
+  if (values.size() != 4)
+    return "expected 4 values for 'tensor_map' (OPERAND BOX_COLS BOX_ROWS "
+           "SWIZZLE), got " +
+           std::to_string(values.size());
+  spec = TensorMapSpec();
+  spec.operand = values[0];
+  spec.line = line;
+  if (std::find(operands.begin(), operands.end(), spec.operand) ==
+      operands.end()) {
+    std::string expected;
+    for (size_t i = 0; i < operands.size(); ++i)
+      expected += (i == 0                     ? ""
+                   : i + 1 == operands.size() ? " or "
+                                              : ", ") +
+                  operands[i];
+    return "invalid value '" + spec.operand +
+           "' for 'tensor_map' OPERAND: expected " + expected;
+  }
+  for (const TensorMapSpec &other : seen)
+    if (other.operand == spec.operand)
+      return "duplicate tensor_map for '" + spec.operand + "'" + where +
+             " (first on line " + std::to_string(other.line) + ")";
+  const char *boxNames[] = {"BOX_COLS", "BOX_ROWS"};
+  int64_t *boxes[] = {&spec.boxCols, &spec.boxRows};
+  for (int i = 0; i < 2; ++i)
+    if (!parseCount(values[1 + i], false, *boxes[i]) || *boxes[i] < 1 ||
+        *boxes[i] > 256)
+      return "invalid value '" + values[1 + i] + "' for 'tensor_map' " +
+             boxNames[i] + ": expected an integer in [1, 256]";
+  const std::string &swizzle = values[3];
+  if (swizzle == "none")
+    spec.swizzleBytes = 0;
+  else if (swizzle == "32" || swizzle == "64" || swizzle == "128")
+    spec.swizzleBytes = std::stoi(swizzle);
+  else
+    return "invalid value '" + swizzle +
+           "' for 'tensor_map' SWIZZLE: expected none, 32, 64 or 128";
+  return "";
+}
+
+namespace {
+/// A tensor map's operand, a contiguous [batch, T, D] tensor: its element
+/// type, its T (seqlen_q for q, o and do, seqlen_k for k and v) and its D
+/// (head_dim for q and k, head_dim_v for v, o and do).
+struct MapOperand {
+  faRtDtype dtype = FA_RT_DTYPE_F32;
+  bool queryRows = false; ///< T = seqlen_q
+  bool valueCols = false; ///< D = head_dim_v
+};
+
+/// The manifest values a tensor map depends on: element types and head dims.
+struct MapTypes {
+  faRtDtype dtype, oDtype, doDtype; ///< q/k/v, o, do
+  int64_t headDim, headDimV;
+
+  MapOperand operand(const std::string &name) const {
+    bool isOut = name == "o" || name == "do";
+    MapOperand op;
+    op.dtype = name == "o" ? oDtype : name == "do" ? doDtype : dtype;
+    op.queryRows = name == "q" || isOut;
+    op.valueCols = name == "v" || isOut;
+    return op;
+  }
+  int64_t cols(const MapOperand &op) const {
+    return op.valueCols ? headDimV : headDim;
+  }
+};
+
+/// A tensor_map rule broken: the line and the message.
+struct MapError {
+  int line = 0; ///< 0: no error
+  std::string message;
+};
+} // namespace
+
+/// The rules between tensor_map lines and the other keys: each operand in
+/// `params` (`paramsWhat` names them in messages: "params", "the params of
+/// kernel 'X'"), the lines in params order, and each box against its
+/// operand's element type and D.
+static MapError checkTensorMapSpecs(const std::vector<TensorMapSpec> &maps,
+                                    const std::vector<std::string> &params,
+                                    const std::string &paramsWhat,
+                                    const MapTypes &types) {
+  auto paramIndex = [&](const std::string &name) {
+    return std::find(params.begin(), params.end(), name) - params.begin();
+  };
+  for (const TensorMapSpec &spec : maps)
+    if (paramIndex(spec.operand) == static_cast<ptrdiff_t>(params.size()))
+      return {spec.line, "tensor_map for '" + spec.operand +
+                             "', which is not in " + paramsWhat};
+  for (size_t i = 1; i < maps.size(); ++i) {
+    const TensorMapSpec &prev = maps[i - 1];
+    const TensorMapSpec &spec = maps[i];
+    if (paramIndex(spec.operand) < paramIndex(prev.operand))
+      return {spec.line, "tensor_map for '" + spec.operand +
+                             "' after the one for '" + prev.operand +
+                             "' (line " + std::to_string(prev.line) +
+                             "): tensor_map lines must be in the order of " +
+                             paramsWhat};
+  }
+  for (const TensorMapSpec &spec : maps) {
+    const std::string &name = spec.operand;
+    const MapOperand op = types.operand(name);
+    int64_t esize = static_cast<int64_t>(fa::rt::dtypeSize(op.dtype));
+    int64_t rowBytes = spec.boxCols * esize;
+    std::string boxText = "BOX_COLS " + std::to_string(spec.boxCols) + " x " +
+                          std::to_string(esize) + " bytes (" +
+                          fa::rt::dtypeName(op.dtype) + ") = " +
+                          std::to_string(rowBytes) + " bytes";
+    if (rowBytes % 16 != 0)
+      return {spec.line, "tensor_map '" + name + "': " + boxText +
+                             " is not a multiple of 16 bytes"};
+    int64_t dim = types.cols(op);
+    if (spec.boxCols > dim)
+      return {spec.line, "tensor_map '" + name + "': BOX_COLS " +
+                             std::to_string(spec.boxCols) + " exceeds " +
+                             (op.valueCols ? "head_dim_v " : "head_dim ") +
+                             std::to_string(dim)};
+    if (spec.swizzleBytes > 0 && rowBytes > spec.swizzleBytes)
+      return {spec.line, "tensor_map '" + name + "': " + boxText +
+                             " exceeds the " +
+                             std::to_string(spec.swizzleBytes) +
+                             "-byte swizzle span"};
+  }
+  return {};
+}
+
+/// The cuTensorMapEncodeTiled arguments of one map of kernel `kernel` over
+/// its operand's contiguous [batch, T, D] tensor at `address`. An operand
+/// with no element is never read: its dims are clamped to >= 1 and it
+/// takes `emptyAddress` (the pointer of `emptyName`), so the encode does
+/// not fail.
+static faRtStatus tensorMapEncodeArgs(const TensorMapSpec &spec,
+                                      const MapTypes &types,
+                                      const fa::rt::LaunchShape &shape,
+                                      uint64_t address, uint64_t emptyAddress,
+                                      const std::string &emptyName,
+                                      const std::string &kernel,
+                                      fa::rt::TensorMapEncodeArgs &a) {
+  using fa::rt::reportError;
+  const std::string &name = spec.operand;
+  const MapOperand op = types.operand(name);
+  a = fa::rt::TensorMapEncodeArgs();
+  a.operand = name;
+  a.dtype = op.dtype;
+  const uint64_t esize = fa::rt::dtypeSize(a.dtype);
+  struct Dim {
+    const char *what;
+    int64_t value;
+  } dims[3] = {{op.valueCols ? "head_dim_v" : "head_dim", types.cols(op)},
+               {op.queryRows ? "seqlen_q" : "seqlen_k",
+                op.queryRows ? shape.seqlenQ : shape.seqlenK},
+               {"batch", shape.batch}};
+  bool empty = false;
+  for (const Dim &dim : dims)
+    empty |= dim.value <= 0;
+  std::string where =
+      "tensor map for '" + name + "' (kernel '" + kernel + "'): ";
+  for (int i = 0; i < 3; ++i) {
+    // Never read when empty: any dims >= 1 do.
+    uint64_t value =
+        static_cast<uint64_t>(std::max<int64_t>(dims[i].value, 1));
+    if (value > fa::rt::kTensorMapMaxDim)
+      return reportError(FA_RT_ERROR_SHAPE,
+                         where + dims[i].what + " = " + std::to_string(value) +
+                             " exceeds the TMA limit of 2^32 - 1 (" +
+                             std::to_string(fa::rt::kTensorMapMaxDim) + ")");
+    a.globalDim[i] = value;
+  }
+  // Row stride D * esize (D < 2^32, so no overflow), then batch stride
+  // T * row; checked against 2^40 before the multiplication.
+  const uint64_t row = a.globalDim[0] * esize;
+  if (row >= fa::rt::kTensorMapStrideLimit ||
+      a.globalDim[1] > (fa::rt::kTensorMapStrideLimit - 1) / row)
+    return reportError(FA_RT_ERROR_SHAPE,
+                       where + "a stride of " + std::to_string(a.globalDim[1]) +
+                           " x " + std::to_string(row) +
+                           " bytes reaches the TMA limit of 2^40 bytes");
+  a.globalStrides = {row, a.globalDim[1] * row};
+  if (row % 16 != 0)
+    return reportError(FA_RT_ERROR_SHAPE,
+                       where + "the row stride " + std::to_string(row) +
+                           " bytes (" + dims[0].what + " " +
+                           std::to_string(a.globalDim[0]) + " x " +
+                           std::to_string(esize) +
+                           ") is not a multiple of 16 bytes, as TMA needs");
+  a.address = empty ? emptyAddress : address;
+  if (a.address % 16 != 0)
+    return reportError(FA_RT_ERROR_INVALID_ARGUMENT,
+                       where + "the address of " + (empty ? emptyName : name) +
+                           " must be 16-byte aligned (TMA)");
+  a.boxDim = {static_cast<uint32_t>(spec.boxCols),
+              static_cast<uint32_t>(spec.boxRows), 1u};
+  a.elementStrides = {1u, 1u, 1u};
+  a.swizzleBytes = spec.swizzleBytes;
+  return FA_RT_SUCCESS;
+}
+
 std::string Manifest::ptxPath() const {
   if (!ptx.empty() && ptx[0] == '/')
     return ptx;
@@ -207,40 +430,12 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
         if (key == "tensor_map") {
           // One line per map, so not a KeyRule (those are once per file);
           // the rules that need other keys are checked after the last line.
-          if (values.size() != 4)
-            return fail(lineNo, "expected 4 values for 'tensor_map' (OPERAND "
-                                "BOX_COLS BOX_ROWS SWIZZLE), got " +
-                                    std::to_string(values.size()));
           TensorMapSpec spec;
-          spec.operand = values[0];
-          spec.line = lineNo;
-          if (spec.operand != "q" && spec.operand != "k" &&
-              spec.operand != "v" && spec.operand != "o")
-            return fail(lineNo, "invalid value '" + spec.operand +
-                                    "' for 'tensor_map' OPERAND: expected q, "
-                                    "k, v or o");
-          for (const TensorMapSpec &other : manifest.tensorMaps)
-            if (other.operand == spec.operand)
-              return fail(lineNo, "duplicate tensor_map for '" +
-                                      spec.operand + "' (first on line " +
-                                      std::to_string(other.line) + ")");
-          const char *boxNames[] = {"BOX_COLS", "BOX_ROWS"};
-          int64_t *boxes[] = {&spec.boxCols, &spec.boxRows};
-          for (int i = 0; i < 2; ++i)
-            if (!parseCount(values[1 + i], false, *boxes[i]) ||
-                *boxes[i] < 1 || *boxes[i] > 256)
-              return fail(lineNo, "invalid value '" + values[1 + i] +
-                                      "' for 'tensor_map' " + boxNames[i] +
-                                      ": expected an integer in [1, 256]");
-          const std::string &swizzle = values[3];
-          if (swizzle == "none")
-            spec.swizzleBytes = 0;
-          else if (swizzle == "32" || swizzle == "64" || swizzle == "128")
-            spec.swizzleBytes = std::stoi(swizzle);
-          else
-            return fail(lineNo, "invalid value '" + swizzle +
-                                    "' for 'tensor_map' SWIZZLE: expected "
-                                    "none, 32, 64 or 128");
+          std::string error = parseTensorMapLine(
+              values, kForwardMapOperands, manifest.tensorMaps, "", lineNo,
+              spec);
+          if (!error.empty())
+            return fail(lineNo, error);
           manifest.tensorMaps.push_back(std::move(spec));
           return FA_RT_SUCCESS;
         }
@@ -279,10 +474,8 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
           // so that a reader that predates them (and ignores unknown keys)
           // rejects the kernel instead of launching it without its maps.
           if (manifest.version != 1 && manifest.version != 3)
-            return fail(lineNo, "unsupported manifest version " + value +
-                                    " (this runtime reads version 1 and 3 "
-                                    "forward and version 2 "
-                                    "attention_backward manifests)");
+            return fail(lineNo,
+                        "unsupported manifest version " + value + kVersionsRead);
         } else if (key == "kernel") {
           manifest.kernel = value;
         } else if (key == "ptx") {
@@ -410,52 +603,12 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
     return fail(seenAt["version"],
                 "manifest version 3 needs at least one 'tensor_map' line "
                 "(version 1 is the format without tensor maps)");
-  auto paramIndex = [&](const std::string &name) {
-    return std::find(manifest.params.begin(), manifest.params.end(), name) -
-           manifest.params.begin();
-  };
-  for (size_t i = 1; i < manifest.tensorMaps.size(); ++i) {
-    const TensorMapSpec &prev = manifest.tensorMaps[i - 1];
-    const TensorMapSpec &spec = manifest.tensorMaps[i];
-    if (paramIndex(spec.operand) < paramIndex(prev.operand))
-      return fail(spec.line, "tensor_map for '" + spec.operand +
-                                 "' after the one for '" + prev.operand +
-                                 "' (line " + std::to_string(prev.line) +
-                                 "): tensor_map lines must be in the order "
-                                 "of params (q, k, v, o)");
-  }
-  for (const TensorMapSpec &spec : manifest.tensorMaps) {
-    const std::string &name = spec.operand;
-    bool inParams = false;
-    for (const std::string &param : manifest.params)
-      inParams |= param == name;
-    if (!inParams)
-      return fail(spec.line, "tensor_map for '" + name +
-                                 "', which is not in params");
-    bool isO = name == "o";
-    faRtDtype dtype = isO ? manifest.oDtype : manifest.dtype;
-    int64_t esize = static_cast<int64_t>(dtypeSize(dtype));
-    int64_t rowBytes = spec.boxCols * esize;
-    std::string boxText = "BOX_COLS " + std::to_string(spec.boxCols) + " x " +
-                          std::to_string(esize) + " bytes (" +
-                          dtypeName(dtype) + ") = " +
-                          std::to_string(rowBytes) + " bytes";
-    if (rowBytes % 16 != 0)
-      return fail(spec.line, "tensor_map '" + name + "': " + boxText +
-                                 " is not a multiple of 16 bytes");
-    bool usesDv = name == "v" || isO;
-    int64_t dim = usesDv ? manifest.headDimV : manifest.headDim;
-    if (spec.boxCols > dim)
-      return fail(spec.line, "tensor_map '" + name + "': BOX_COLS " +
-                                 std::to_string(spec.boxCols) + " exceeds " +
-                                 (usesDv ? "head_dim_v " : "head_dim ") +
-                                 std::to_string(dim));
-    if (spec.swizzleBytes > 0 && rowBytes > spec.swizzleBytes)
-      return fail(spec.line, "tensor_map '" + name + "': " + boxText +
-                                 " exceeds the " +
-                                 std::to_string(spec.swizzleBytes) +
-                                 "-byte swizzle span");
-  }
+  MapError mapError = checkTensorMapSpecs(
+      manifest.tensorMaps, manifest.params, "params (q, k, v, o)",
+      {manifest.dtype, manifest.oDtype, manifest.oDtype, manifest.headDim,
+       manifest.headDimV});
+  if (mapError.line)
+    return fail(mapError.line, mapError.message);
 
   if (auto it = seenAt.find("batch_shape");
       it != seenAt.end() && manifest.batch != kDynamic) {
@@ -623,72 +776,18 @@ faRtStatus fa::rt::buildTensorMapArgs(const Manifest &manifest,
                                       const TensorPointers &tensors,
                                       std::vector<TensorMapEncodeArgs> &args) {
   args.clear();
+  const MapTypes types{manifest.dtype, manifest.oDtype, manifest.oDtype,
+                       manifest.headDim, manifest.headDimV};
   for (const TensorMapSpec &spec : manifest.tensorMaps) {
     const std::string &name = spec.operand;
-    TensorMapEncodeArgs a;
-    a.operand = name;
-    bool isO = name == "o";
-    a.dtype = isO ? manifest.oDtype : manifest.dtype;
-    const uint64_t esize = dtypeSize(a.dtype);
-    // [batch, T, D]: T = seqlen_q for q/o, seqlen_k for k/v; D = head_dim
-    // for q/k, head_dim_v for v/o.
-    bool usesQ = name == "q" || isO;
-    bool usesDv = name == "v" || isO;
-    struct Dim {
-      const char *what;
-      int64_t value;
-    } dims[3] = {{usesDv ? "head_dim_v" : "head_dim",
-                  usesDv ? manifest.headDimV : manifest.headDim},
-                 {usesQ ? "seqlen_q" : "seqlen_k",
-                  usesQ ? shape.seqlenQ : shape.seqlenK},
-                 {"batch", shape.batch}};
     const uint64_t ptr = name == "q"   ? tensors.q
                          : name == "k" ? tensors.k
                          : name == "v" ? tensors.v
                                        : tensors.o;
-    bool empty = false;
-    for (const Dim &dim : dims)
-      empty |= dim.value <= 0;
-    std::string where = "tensor map for '" + name + "' (kernel '" +
-                        manifest.kernel + "'): ";
-    for (int i = 0; i < 3; ++i) {
-      // Never read when empty: any dims >= 1 do.
-      uint64_t value = static_cast<uint64_t>(std::max<int64_t>(dims[i].value, 1));
-      if (value > kTensorMapMaxDim)
-        return reportError(FA_RT_ERROR_SHAPE,
-                           where + dims[i].what + " = " +
-                               std::to_string(value) +
-                               " exceeds the TMA limit of 2^32 - 1 (" +
-                               std::to_string(kTensorMapMaxDim) + ")");
-      a.globalDim[i] = value;
-    }
-    // Row stride D * esize (D < 2^32, so no overflow), then batch stride
-    // T * row; checked against 2^40 before the multiplication.
-    const uint64_t row = a.globalDim[0] * esize;
-    if (row >= kTensorMapStrideLimit ||
-        a.globalDim[1] > (kTensorMapStrideLimit - 1) / row)
-      return reportError(
-          FA_RT_ERROR_SHAPE,
-          where + "a stride of " + std::to_string(a.globalDim[1]) + " x " +
-              std::to_string(row) +
-              " bytes reaches the TMA limit of 2^40 bytes");
-    a.globalStrides = {row, a.globalDim[1] * row};
-    if (row % 16 != 0)
-      return reportError(FA_RT_ERROR_SHAPE,
-                         where + "the row stride " + std::to_string(row) +
-                             " bytes (" + dims[0].what + " " +
-                             std::to_string(a.globalDim[0]) + " x " +
-                             std::to_string(esize) +
-                             ") is not a multiple of 16 bytes, as TMA needs");
-    a.address = empty ? tensors.q : ptr;
-    if (a.address % 16 != 0)
-      return reportError(FA_RT_ERROR_INVALID_ARGUMENT,
-                         where + "the address of " + (empty ? "q" : name) +
-                             " must be 16-byte aligned (TMA)");
-    a.boxDim = {static_cast<uint32_t>(spec.boxCols),
-                static_cast<uint32_t>(spec.boxRows), 1u};
-    a.elementStrides = {1u, 1u, 1u};
-    a.swizzleBytes = spec.swizzleBytes;
+    TensorMapEncodeArgs a;
+    if (faRtStatus status = tensorMapEncodeArgs(
+            spec, types, shape, ptr, tensors.q, "q", manifest.kernel, a))
+      return status;
     args.push_back(std::move(a));
   }
   return FA_RT_SUCCESS;
@@ -741,7 +840,7 @@ faRtStatus fa::rt::manifestKind(std::string_view text,
     kind = ManifestKind::Forward;
     return FA_RT_SUCCESS;
   }
-  if (version == "2" && op == "attention_backward") {
+  if ((version == "2" || version == "4") && op == "attention_backward") {
     kind = ManifestKind::Backward;
     return FA_RT_SUCCESS;
   }
@@ -751,8 +850,7 @@ faRtStatus fa::rt::manifestKind(std::string_view text,
   return reportError(FA_RT_ERROR_MANIFEST,
                      fileName + ": unsupported manifest version " + version +
                          (op.empty() ? std::string() : " op " + op) +
-                         " (this runtime reads version 1 and 3 forward "
-                         "and version 2 attention_backward manifests)");
+                         kVersionsRead);
 }
 
 faRtStatus fa::rt::readManifestKind(const std::string &path,
@@ -910,6 +1008,23 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
         }
 
         bool inKernel = !manifest.kernels.empty();
+        if (key == "tensor_map") {
+          // Per kernel section, once per operand; checked against the
+          // section's params and the header after the last line.
+          if (!inKernel)
+            return fail(lineNo, "'tensor_map' outside a kernel section (a "
+                                "tensor map belongs to the kernel that "
+                                "takes it: after its 'params' line)");
+          KernelLaunch &kernel = manifest.kernels.back();
+          TensorMapSpec spec;
+          std::string error = parseTensorMapLine(
+              values, kBackwardMapOperands, kernel.tensorMaps,
+              " in kernel '" + kernel.kernel + "'", lineNo, spec);
+          if (!error.empty())
+            return fail(lineNo, error);
+          kernel.tensorMaps.push_back(std::move(spec));
+          return FA_RT_SUCCESS;
+        }
         if (inKernel && isIn(key, kernelKeys)) {
           if (auto it = kernelSeenAt.find(key); it != kernelSeenAt.end())
             return fail(lineNo, "duplicate key '" + key + "' in kernel '" +
@@ -980,11 +1095,14 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
           return s;
         const std::string &value = values[0];
         if (key == "version") {
-          if (value != "2")
-            return fail(lineNo, "expected version 2 for a backward manifest, "
-                                "got " +
+          // 2: no tensor maps; 4: the same format with tensor_map lines in
+          // kernel sections, so that a reader that predates them rejects
+          // the manifest instead of launching kernels without their maps.
+          if (value != "2" && value != "4")
+            return fail(lineNo, "expected version 2 or 4 for a backward "
+                                "manifest, got " +
                                     value);
-          manifest.version = 2;
+          manifest.version = value == "2" ? 2 : 4;
         } else if (key == "op") {
           if (value != "attention_backward")
             return invalid(value, "attention_backward");
@@ -1064,6 +1182,20 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
   if (manifest.kernels.empty())
     return fail(lastLine, "expected at least one kernel section");
 
+  // Tensor maps: version 4 exactly when some section has any.
+  int firstMapLine = 0;
+  for (const KernelLaunch &kernel : manifest.kernels)
+    if (!kernel.tensorMaps.empty() && !firstMapLine)
+      firstMapLine = kernel.tensorMaps.front().line;
+  if (manifest.version == 2 && firstMapLine)
+    return fail(firstMapLine, "tensor_map needs manifest version 4 (this "
+                              "backward manifest is version 2)");
+  if (manifest.version == 4 && !firstMapLine)
+    return fail(seenAt["version"],
+                "backward manifest version 4 needs at least one "
+                "'tensor_map' line in a kernel section (version 2 is the "
+                "format without tensor maps)");
+
   // Every param names an operand, a result or a scratch buffer.
   for (const KernelLaunch &kernel : manifest.kernels)
     for (const std::string &param : kernel.params) {
@@ -1080,6 +1212,17 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
                                "', which is neither an operand, a result "
                                "nor a scratch buffer of the manifest");
     }
+
+  // Each section's maps against its params and the header.
+  const MapTypes types{manifest.dtype, manifest.oDtype, manifest.doDtype,
+                       manifest.headDim, manifest.headDimV};
+  for (const KernelLaunch &kernel : manifest.kernels) {
+    MapError mapError = checkTensorMapSpecs(
+        kernel.tensorMaps, kernel.params,
+        "the params of kernel '" + kernel.kernel + "'", types);
+    if (mapError.line)
+      return fail(mapError.line, mapError.message);
+  }
   return FA_RT_SUCCESS;
 }
 
@@ -1125,4 +1268,45 @@ std::vector<uint64_t> fa::rt::buildBackwardKernelParams(
     appendMemRefParams(params, ptr, 0, sizes, rowMajorStrides(sizes));
   }
   return params;
+}
+
+faRtStatus fa::rt::buildBackwardTensorMapArgs(
+    const BackwardManifest &manifest, size_t i, const LaunchShape &shape,
+    const std::vector<std::pair<std::string, uint64_t>> &pointers,
+    std::vector<TensorMapEncodeArgs> &args) {
+  args.clear();
+  const KernelLaunch &kernel = manifest.kernels[i];
+  const MapTypes types{manifest.dtype, manifest.oDtype, manifest.doDtype,
+                       manifest.headDim, manifest.headDimV};
+  auto pointerOf = [&](const std::string &name) -> uint64_t {
+    for (const auto &[key, value] : pointers)
+      if (key == name)
+        return value;
+    return 0;
+  };
+  auto hasElements = [&](const std::string &name) {
+    for (int64_t size :
+         tensorSizes(name, shape, manifest.headDim, manifest.headDimV))
+      if (size <= 0)
+        return false;
+    return true;
+  };
+  // An empty operand's stand-in address: the first of the section's map
+  // operands with elements, else q.
+  std::string emptyName = "q";
+  for (const TensorMapSpec &spec : kernel.tensorMaps)
+    if (hasElements(spec.operand)) {
+      emptyName = spec.operand;
+      break;
+    }
+  const uint64_t emptyAddress = pointerOf(emptyName);
+  for (const TensorMapSpec &spec : kernel.tensorMaps) {
+    TensorMapEncodeArgs a;
+    if (faRtStatus status = tensorMapEncodeArgs(
+            spec, types, shape, pointerOf(spec.operand), emptyAddress,
+            emptyName, kernel.kernel, a))
+      return status;
+    args.push_back(std::move(a));
+  }
+  return FA_RT_SUCCESS;
 }

@@ -51,6 +51,7 @@ void reportCheck(bool ok, const char *what, const char *file, int line) {
 
 using fa::rt::kDynamic;
 using fa::rt::Manifest;
+using fa::rt::TensorMapSpec;
 
 static float bitsFloat(uint32_t bits) {
   float value;
@@ -534,7 +535,7 @@ static void testManifestVersions() {
                  "dir/x.manifest:2: unsupported manifest version ");
   EXPECT_ERROR(withLine("version", "version 4"),
                "dir/x.manifest:2: unsupported manifest version 4 (this "
-               "runtime reads version 1 and 3 forward and version 2 "
+               "runtime reads version 1 and 3 forward and version 2 and 4 "
                "attention_backward manifests)");
 }
 
@@ -1087,17 +1088,18 @@ static void testBackwardManifestGood() {
             FA_RT_SUCCESS);
   EXPECT_EQ(aligned.rowAlign, 16);
 
-  // Backward manifests do not read tensor_map: ignored, as unknown keys are.
-  EXPECT_EQ(backwardParseError(backwardWith(
-                "deterministic 0\n",
-                "deterministic 0\ntensor_map q 8 64 none\n")),
-            "<parsed>");
+  // A version 2 manifest has no tensor map.
+  for (const fa::rt::KernelLaunch &kernel : m.kernels)
+    EXPECT(kernel.tensorMaps.empty());
 }
 
 static void testBackwardManifestMalformed() {
   EXPECT_BACKWARD_ERROR(backwardWith("version 2", "version 1"),
-                        "b.manifest:2: expected version 2 for a backward "
+                        "b.manifest:2: expected version 2 or 4 for a backward "
                         "manifest, got 1");
+  EXPECT_BACKWARD_ERROR(backwardWith("version 2", "version 3"),
+                        "expected version 2 or 4 for a backward manifest, "
+                        "got 3");
   EXPECT_BACKWARD_ERROR(backwardWith("name main_attention_backward_0\n", ""),
                         "missing required key 'name'");
   EXPECT_BACKWARD_ERROR(backwardWith("threads 64\n", ""),
@@ -1130,12 +1132,329 @@ static void testBackwardManifestMalformed() {
             FA_RT_ERROR_MANIFEST);
   EXPECT(contains(faRtGetLastError(),
                   "x.manifest: unsupported manifest version 4 (this runtime "
-                  "reads version 1 and 3 forward and version 2 "
+                  "reads version 1 and 3 forward and version 2 and 4 "
                   "attention_backward manifests)"));
+  EXPECT_EQ(fa::rt::manifestKind("version 5\nop attention_backward\n",
+                                 "x.manifest", kind),
+            FA_RT_ERROR_MANIFEST);
+  EXPECT(contains(faRtGetLastError(),
+                  "unsupported manifest version 5 op attention_backward"));
   EXPECT_EQ(fa::rt::manifestKind("version 2\nop attention\n", "x.manifest",
                                  kind),
             FA_RT_ERROR_MANIFEST);
   EXPECT_ERROR(kBackwardManifest, "unsupported manifest version 2");
+}
+
+/// A version 4 backward manifest (docs/ARTIFACTS.md): the deterministic
+/// kernels, _dkdv and _dq taking tensor maps, _delta none; do in f16 to tell
+/// do_dtype from dtype.
+static const char *const kBackwardTmaManifest = R"(# fa backward manifest
+version 4
+op attention_backward
+name main_attention_backward_0
+ptx main_attention_backward_0.ptx
+chip sm_90a
+dtype bf16
+o_dtype bf16
+do_dtype f16
+dq_dtype bf16
+dk_dtype bf16
+dv_dtype bf16
+causal top_left
+scale 0.125
+batch 16
+batch_shape 2 8
+seqlen_q ?
+seqlen_k ?
+head_dim 64
+head_dim_v 64
+deterministic 1
+row_align 16
+scratch delta f32 batch seqlen_q
+kernel main_attention_backward_0_delta
+threads 128
+block_m 16
+shared_bytes 0
+params o do delta
+grid ceil_div(seqlen_q,block_m) batch 1
+kernel main_attention_backward_0_dkdv
+threads 256
+block_m 64
+block_n 128
+shared_bytes 99999
+params q k v do lse delta dk dv
+tensor_map q 64 64 128
+tensor_map k 64 128 128
+tensor_map v 64 128 128
+tensor_map do 64 64 128
+grid ceil_div(seqlen_k,block_n) batch 1
+kernel main_attention_backward_0_dq
+threads 256
+block_m 128
+block_n 128
+shared_bytes 99999
+params q k v do lse delta dq
+tensor_map q 64 128 128
+tensor_map k 64 128 128
+tensor_map v 64 128 128
+tensor_map do 64 128 128
+grid ceil_div(seqlen_q,block_m) batch 1
+)";
+
+/// `text` with the first occurrence of `from` replaced by `to`.
+static std::string replaceFirst(std::string text, const std::string &from,
+                                const std::string &to) {
+  size_t pos = text.find(from);
+  if (pos != std::string::npos)
+    text.replace(pos, from.size(), to);
+  return text;
+}
+
+static std::string tmaWith(const std::string &from, const std::string &to) {
+  return replaceFirst(kBackwardTmaManifest, from, to);
+}
+
+/// Version 4 backward manifests: tensor_map lines per kernel section.
+static void testBackwardTensorMaps() {
+  fa::rt::ManifestKind kind = fa::rt::ManifestKind::Forward;
+  EXPECT_EQ(fa::rt::manifestKind(kBackwardTmaManifest, "b.manifest", kind),
+            FA_RT_SUCCESS);
+  EXPECT(kind == fa::rt::ManifestKind::Backward);
+  fa::rt::BackwardManifest m;
+  EXPECT_EQ(fa::rt::parseBackwardManifest(kBackwardTmaManifest,
+                                          "dir/b.manifest", m),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(m.version, 4);
+  EXPECT_EQ(m.doDtype, FA_RT_DTYPE_F16);
+  EXPECT_EQ(m.kernels.size(), 3u);
+  if (m.kernels.size() == 3) {
+    EXPECT(m.kernels[0].tensorMaps.empty());
+    const std::vector<TensorMapSpec> &dkdv = m.kernels[1].tensorMaps;
+    const std::vector<TensorMapSpec> &dq = m.kernels[2].tensorMaps;
+    EXPECT_EQ(dkdv.size(), 4u);
+    EXPECT_EQ(dq.size(), 4u);
+    const char *operands[] = {"q", "k", "v", "do"};
+    for (size_t i = 0; i < 4 && i < dkdv.size() && i < dq.size(); ++i) {
+      EXPECT_EQ(dkdv[i].operand, operands[i]);
+      EXPECT_EQ(dq[i].operand, operands[i]);
+      EXPECT_EQ(dkdv[i].boxCols, 64);
+      EXPECT_EQ(dq[i].boxRows, 128);
+      EXPECT_EQ(dq[i].swizzleBytes, 128);
+      EXPECT_EQ(dkdv[i].line, 36 + static_cast<int>(i));
+      EXPECT_EQ(dq[i].line, 47 + static_cast<int>(i));
+    }
+    if (dkdv.size() == 4) {
+      EXPECT_EQ(dkdv[0].boxRows, 64);  // q: block_m rows
+      EXPECT_EQ(dkdv[1].boxRows, 128); // k: block_n rows
+      EXPECT_EQ(dkdv[3].boxRows, 64);  // do
+    }
+    // The memref params are as in version 2: 6 rank-3, 2 rank-2.
+    EXPECT_EQ(fa::rt::buildBackwardKernelParams(m, 1, {16, 100, 300}, {})
+                  .size(),
+              6u * 9 + 2u * 7);
+  }
+  // Any subset in params order; a section may have maps another lacks;
+  // the lines may stand anywhere in their section (fa-opt writes them
+  // between params and grid).
+  EXPECT_EQ(backwardParseError(tmaWith("tensor_map q 64 128 128\n"
+                                       "tensor_map k 64 128 128\n"
+                                       "tensor_map v 64 128 128\n"
+                                       "tensor_map do 64 128 128\n",
+                                       "")),
+            "<parsed>");
+  EXPECT_EQ(backwardParseError(tmaWith("tensor_map k 64 128 128\n", "")),
+            "<parsed>");
+  EXPECT_EQ(backwardParseError(
+                tmaWith("params o do delta\n",
+                        "tensor_map do 64 16 128\nparams o do delta\n")),
+            "<parsed>");
+  // A forward reader rejects it by its version.
+  EXPECT_ERROR(kBackwardTmaManifest,
+               "dir/x.manifest:2: unsupported manifest version 4");
+}
+
+static void testBackwardTensorMapErrors() {
+  // tensor_map in version 2, at the first map's line; version 4 without a
+  // map, at the version line.
+  EXPECT_BACKWARD_ERROR(tmaWith("version 4", "version 2"),
+                        "FA_RT_ERROR_MANIFEST: dir/b.manifest:36: tensor_map "
+                        "needs manifest version 4 (this backward manifest is "
+                        "version 2)");
+  EXPECT_BACKWARD_ERROR(backwardWith("params q k v do lse delta dk dv dq_accum\n",
+                                     "params q k v do lse delta dk dv "
+                                     "dq_accum\ntensor_map k 64 64 none\n"),
+                        "dir/b.manifest:35: tensor_map needs manifest "
+                        "version 4");
+  EXPECT_BACKWARD_ERROR(backwardWith("version 2", "version 4"),
+                        "FA_RT_ERROR_MANIFEST: dir/b.manifest:2: backward "
+                        "manifest version 4 needs at least one 'tensor_map' "
+                        "line in a kernel section (version 2 is the format "
+                        "without tensor maps)");
+  // In the header.
+  EXPECT_BACKWARD_ERROR(tmaWith("scratch delta", "tensor_map q 64 64 128\n"
+                                                 "scratch delta"),
+                        "dir/b.manifest:23: 'tensor_map' outside a kernel "
+                        "section");
+  // Operands: q, k, v, do only, and in the section's params.
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map do 64 64 128",
+                                "tensor_map o 64 64 128"),
+                        "dir/b.manifest:39: invalid value 'o' for "
+                        "'tensor_map' OPERAND: expected q, k, v or do");
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map do 64 64 128",
+                                "tensor_map dk 64 64 128"),
+                        "invalid value 'dk' for 'tensor_map' OPERAND");
+  EXPECT_BACKWARD_ERROR(tmaWith("params o do delta\n",
+                                "params o do delta\ntensor_map q 64 16 128\n"),
+                        "dir/b.manifest:29: tensor_map for 'q', which is not "
+                        "in the params of kernel "
+                        "'main_attention_backward_0_delta'");
+  // Out of params order, naming both and the kernel, at the later line.
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map q 64 128 128\n"
+                                "tensor_map k 64 128 128\n",
+                                "tensor_map k 64 128 128\n"
+                                "tensor_map q 64 128 128\n"),
+                        "dir/b.manifest:48: tensor_map for 'q' after the one "
+                        "for 'k' (line 47): tensor_map lines must be in the "
+                        "order of the params of kernel "
+                        "'main_attention_backward_0_dq'");
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map v 64 128 128\n"
+                                "tensor_map do 64 64 128\n",
+                                "tensor_map do 64 64 128\n"
+                                "tensor_map v 64 128 128\n"),
+                        "dir/b.manifest:39: tensor_map for 'v' after the one "
+                        "for 'do' (line 38)");
+  // Duplicate within a section (the same operand in two sections is fine).
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map v 64 128 128\n",
+                                "tensor_map k 64 128 128\n"),
+                        "dir/b.manifest:38: duplicate tensor_map for 'k' in "
+                        "kernel 'main_attention_backward_0_dkdv' (first on "
+                        "line 37)");
+  // The forward's line and box rules, do taking do_dtype and head_dim_v.
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map q 64 64 128", "tensor_map q 64 64"),
+                        "dir/b.manifest:36: expected 4 values for "
+                        "'tensor_map'");
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map q 64 64 128",
+                                "tensor_map q 64 512 128"),
+                        "invalid value '512' for 'tensor_map' BOX_ROWS");
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map q 64 64 128",
+                                "tensor_map q 64 64 16"),
+                        "invalid value '16' for 'tensor_map' SWIZZLE");
+  EXPECT_BACKWARD_ERROR(tmaWith("do_dtype f16", "do_dtype f32"),
+                        "dir/b.manifest:39: tensor_map 'do': BOX_COLS 64 x 4 "
+                        "bytes (f32) = 256 bytes exceeds the 128-byte swizzle "
+                        "span");
+  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map k 64 128 128",
+                                "tensor_map k 12 128 none"),
+                        "tensor_map 'k': BOX_COLS 12 x 2 bytes (bf16) = 24 "
+                        "bytes is not a multiple of 16 bytes");
+  EXPECT_BACKWARD_ERROR(tmaWith("head_dim_v 64", "head_dim_v 32"),
+                        "dir/b.manifest:38: tensor_map 'v': BOX_COLS 64 "
+                        "exceeds head_dim_v 32");
+  EXPECT_BACKWARD_ERROR(replaceFirst(tmaWith("head_dim_v 64", "head_dim_v 32"),
+                                     "tensor_map v 64 128 128",
+                                     "tensor_map v 32 128 64"),
+                        "dir/b.manifest:39: tensor_map 'do': BOX_COLS 64 "
+                        "exceeds head_dim_v 32");
+  EXPECT_BACKWARD_ERROR(tmaWith("head_dim 64", "head_dim 32"),
+                        "dir/b.manifest:36: tensor_map 'q': BOX_COLS 64 "
+                        "exceeds head_dim 32");
+}
+
+/// The encode arguments of a backward kernel's maps.
+static void testBackwardTensorMapArgs() {
+  // head_dim 64, head_dim_v 32; q/k/v bf16, do f16.
+  std::string text = replaceFirst(tmaWith("head_dim_v 64", "head_dim_v 32"),
+                                  "tensor_map v 64 128 128\n"
+                                  "tensor_map do 64 64 128\n",
+                                  "tensor_map v 32 128 64\n"
+                                  "tensor_map do 32 64 64\n");
+  text = replaceFirst(text,
+                      "tensor_map v 64 128 128\ntensor_map do 64 128 128\n",
+                      "tensor_map do 16 128 none\n");
+  fa::rt::BackwardManifest m;
+  EXPECT_EQ(fa::rt::parseBackwardManifest(text, "b.manifest", m),
+            FA_RT_SUCCESS);
+  if (m.kernels.size() != 3)
+    return reportCheck(false, "3 kernels", __FILE__, __LINE__);
+  const std::vector<std::pair<std::string, uint64_t>> pointers = {
+      {"q", 0x1000},  {"k", 0x2000},  {"v", 0x3000},
+      {"o", 0x4000},  {"do", 0x5000}, {"lse", 0x6000},
+      {"dq", 0x7000}, {"dk", 0x8000}, {"dv", 0x9000}};
+  std::vector<fa::rt::TensorMapEncodeArgs> args;
+  // _dkdv: globalDim {D, T, batch}, strides {D * esize, T * D * esize}.
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 1, {16, 100, 300},
+                                               pointers, args),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(args.size(), 4u);
+  if (args.size() == 4) {
+    expectMapArgs(args[0], "q", FA_RT_DTYPE_BF16, 0x1000, {64, 100, 16},
+                  {128, 12800}, {64, 64, 1}, 128, __LINE__);
+    expectMapArgs(args[1], "k", FA_RT_DTYPE_BF16, 0x2000, {64, 300, 16},
+                  {128, 38400}, {64, 128, 1}, 128, __LINE__);
+    expectMapArgs(args[2], "v", FA_RT_DTYPE_BF16, 0x3000, {32, 300, 16},
+                  {64, 19200}, {32, 128, 1}, 64, __LINE__);
+    expectMapArgs(args[3], "do", FA_RT_DTYPE_F16, 0x5000, {32, 100, 16},
+                  {64, 6400}, {32, 64, 1}, 64, __LINE__);
+  }
+  // _dq: q, k, then do with no swizzle.
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 2, {16, 100, 300},
+                                               pointers, args),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(args.size(), 3u);
+  if (args.size() == 3) {
+    expectMapArgs(args[0], "q", FA_RT_DTYPE_BF16, 0x1000, {64, 100, 16},
+                  {128, 12800}, {64, 128, 1}, 128, __LINE__);
+    expectMapArgs(args[2], "do", FA_RT_DTYPE_F16, 0x5000, {32, 100, 16},
+                  {64, 6400}, {16, 128, 1}, 0, __LINE__);
+  }
+  // _delta: no map.
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 0, {16, 100, 300},
+                                               pointers, args),
+            FA_RT_SUCCESS);
+  EXPECT(args.empty());
+
+  // seqlen_q = 0: _dkdv still runs (one block per key block); q and do have
+  // no element (null pointers) and take k's address, dims clamped to >= 1.
+  std::vector<std::pair<std::string, uint64_t>> noQueries = pointers;
+  for (auto &[name, ptr] : noQueries)
+    if (name == "q" || name == "do")
+      ptr = 0;
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 1, {16, 0, 300}, noQueries,
+                                               args),
+            FA_RT_SUCCESS);
+  if (args.size() == 4) {
+    expectMapArgs(args[0], "q", FA_RT_DTYPE_BF16, 0x2000, {64, 1, 16},
+                  {128, 128}, {64, 64, 1}, 128, __LINE__);
+    expectMapArgs(args[3], "do", FA_RT_DTYPE_F16, 0x2000, {32, 1, 16},
+                  {64, 64}, {32, 64, 1}, 64, __LINE__);
+    expectMapArgs(args[1], "k", FA_RT_DTYPE_BF16, 0x2000, {64, 300, 16},
+                  {128, 38400}, {64, 128, 1}, 128, __LINE__);
+  }
+  // seqlen_k = 0 in _dq: k takes q's address.
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 2, {16, 100, 0}, pointers,
+                                               args),
+            FA_RT_SUCCESS);
+  if (args.size() == 3)
+    expectMapArgs(args[1], "k", FA_RT_DTYPE_BF16, 0x1000, {64, 1, 16},
+                  {128, 128}, {64, 128, 1}, 128, __LINE__);
+
+  // The forward's launch errors, naming the backward kernel.
+  std::vector<std::pair<std::string, uint64_t>> misaligned = pointers;
+  misaligned[1].second = 0x2008;
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 1, {16, 100, 300},
+                                               misaligned, args),
+            FA_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT(contains(faRtGetLastError(),
+                  "tensor map for 'k' (kernel "
+                  "'main_attention_backward_0_dkdv'): the address of k must "
+                  "be 16-byte aligned"));
+  const int64_t big = int64_t(1) << 32;
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 2, {1, big, 7}, pointers,
+                                               args),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(),
+                  "tensor map for 'q' (kernel 'main_attention_backward_0_dq'): "
+                  "seqlen_q = 4294967296 exceeds the TMA limit"));
 }
 
 /// The closed-form float64 backward against central differences of
@@ -1232,8 +1551,19 @@ int main() {
       {"reference-invariants", testReferenceInvariants},
       {"flops", testFlops},
       {"no-driver", testNoDriver},
-      {"backward-manifest-good", testBackwardManifestGood},
-      {"backward-manifest-malformed", testBackwardManifestMalformed},
+      // Version 4 (tensor maps) inside the backward entries, as the
+      // forward's tensor_map checks are inside theirs.
+      {"backward-manifest-good",
+       [] {
+         testBackwardManifestGood();
+         testBackwardTensorMaps();
+         testBackwardTensorMapArgs();
+       }},
+      {"backward-manifest-malformed",
+       [] {
+         testBackwardManifestMalformed();
+         testBackwardTensorMapErrors();
+       }},
       {"reference-backward-finite-differences",
        testReferenceBackwardFiniteDifferences},
   };

@@ -13,10 +13,12 @@
 // rounded inputs, then times --repeat launches with CUDA events. Exit status:
 // 0 pass, 1 numerical failure, 2 usage or setup error.
 //
-// A backward manifest (version 2, op attention_backward) is detected: q, k,
-// v, do are random, o and lse come from a float64 forward on the host (o
-// rounded to its dtype), the kernels run in manifest order, and dq, dk, dv
-// are checked against the float64 closed form (relative errors);
+// A backward manifest (version 2, or 4 with tensor maps; op
+// attention_backward) is detected: q, k, v, do are random, o and lse come
+// from a float64 forward on the host (o rounded to its dtype), the kernels
+// run in manifest order through faRtBackwardLaunch (which passes a
+// version 4 section's tensor maps), and dq, dk, dv are checked against the
+// float64 closed form (relative errors);
 // --check-deterministic runs twice and compares the gradients bitwise;
 // --memory-only skips the O(T^2) host work and reports device memory.
 //
@@ -118,7 +120,8 @@ static void printUsage(std::FILE *out) {
       "  --device N       CUDA device (default 0)\n"
       "  --save DIR       write q k v o lse (.f32, raw float32) and "
       "meta.json\n"
-      "backward manifests (version 2, op attention_backward) also take:\n"
+      "backward manifests (version 2 or 4, op attention_backward) also "
+      "take:\n"
       "  --check-deterministic  run the backward twice, fail unless dq is "
       "bitwise identical\n"
       "  --memory-only    no host reference: o and lse are synthetic (o "
@@ -633,8 +636,14 @@ static int runBackwardMain(Options &options) {
                  m.dvDtype}));
   const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
   std::string kernels;
-  for (const fa::rt::KernelLaunch &kernel : m.kernels)
+  for (const fa::rt::KernelLaunch &kernel : m.kernels) {
     kernels += (kernels.empty() ? "" : ", ") + kernel.kernel;
+    std::string maps;
+    for (const fa::rt::TensorMapSpec &spec : kernel.tensorMaps)
+      maps += " " + spec.operand;
+    if (!maps.empty())
+      kernels += " (tensor maps" + maps + ")";
+  }
   std::printf("backward: %s (%s), kernels: %s\n", m.name.c_str(),
               m.path.c_str(), kernels.c_str());
   std::printf("config: dtype %s o %s do %s dq %s dk %s dv %s causal %s "

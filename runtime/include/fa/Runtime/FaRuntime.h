@@ -98,7 +98,7 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
 
 /* ---- Backward (fa.attention_backward): several kernels, one manifest ---- */
 
-/* A loaded backward: its manifest (version 2, docs/ARTIFACTS.md
+/* A loaded backward: its manifest (version 2 or 4, docs/ARTIFACTS.md
  * "Backward"), the CUmodule with all its kernels, the primary context. */
 typedef struct faRtBackward_st *faRtBackward;
 
@@ -130,7 +130,9 @@ faRtStatus faRtBackwardWorkspaceSize(faRtBackward backward, int64_t batch,
 
 /* Launches the manifest's kernels in order on `stream`; asynchronous.
  * Checks the sizes against the manifest's static dims. Kernels with an
- * empty grid are skipped. */
+ * empty grid are skipped. A kernel whose section has tensor_map lines
+ * (version 4) gets one CUtensorMap by value per line after its memref
+ * params; every kernel's maps are encoded before the first launch. */
 faRtStatus faRtBackwardLaunch(faRtBackward backward,
                               const faRtBackwardTensors *tensors,
                               int64_t batch, int64_t seqlenQ, int64_t seqlenK,

@@ -29,9 +29,10 @@ constexpr int64_t kDynamic = -1;
 
 /// One `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` line: the kernel takes
 /// a 128-byte CUtensorMap of that operand by value, after its memref params
-/// (docs/ARTIFACTS.md, "Tensor maps").
+/// (docs/ARTIFACTS.md, "Tensor maps"; in a backward manifest, one kernel
+/// section's line).
 struct TensorMapSpec {
-  std::string operand;      ///< q, k, v or o
+  std::string operand;      ///< q, k, v or o (backward: q, k, v or do)
   int64_t boxCols = 0;      ///< box extent along D (innermost), elements
   int64_t boxRows = 0;      ///< box extent along T, rows
   int64_t swizzleBytes = 0; ///< 0 (none), 32, 64 or 128
@@ -150,7 +151,8 @@ faRtStatus buildTensorMapArgs(const Manifest &manifest,
                               std::vector<TensorMapEncodeArgs> &args);
 
 //===----------------------------------------------------------------------===//
-// Backward manifests (version 2, `op attention_backward`)
+// Backward manifests (version 2, or 4 with tensor maps; `op
+// attention_backward`)
 //===----------------------------------------------------------------------===//
 
 /// What a manifest file describes.
@@ -165,6 +167,9 @@ struct KernelLaunch {
   int64_t sharedBytes = 0;
   std::vector<std::string> params; ///< tensor names, see tensorSizes
   std::array<std::string, 3> grid; ///< x, y, z expressions
+  /// The section's `tensor_map` lines (version 4): by-value kernel
+  /// parameters after its memref params, in params order.
+  std::vector<TensorMapSpec> tensorMaps;
 };
 
 /// A buffer the host allocates for the kernels (inside one workspace, see
@@ -178,7 +183,8 @@ struct ScratchBuffer {
 };
 
 /// The manifest of one fa.attention_backward: dq, dk, dv from q, k, v, o,
-/// do and lse through several kernels.
+/// do and lse through several kernels. Version 2, or version 4 when some
+/// kernel section has tensor_map lines.
 struct BackwardManifest {
   std::string path, dir;
   int64_t version = 0;
@@ -207,8 +213,8 @@ struct BackwardManifest {
   Manifest kernelView(size_t i) const;
 };
 
-/// Forward for `version 1` and `version 3`, Backward for `version 2` with
-/// `op attention_backward`; an error for anything else.
+/// Forward for `version 1` and `version 3`, Backward for `version 2` or
+/// `version 4` with `op attention_backward`; an error for anything else.
 faRtStatus manifestKind(std::string_view text, const std::string &fileName,
                         ManifestKind &kind);
 
@@ -247,6 +253,17 @@ buildBackwardKernelParams(const BackwardManifest &manifest, size_t i,
                           const LaunchShape &shape,
                           const std::vector<std::pair<std::string, uint64_t>>
                               &pointers);
+
+/// The encode arguments of kernel `i`'s tensor maps (its section's
+/// tensor_map lines, in order), as buildTensorMapArgs computes them for
+/// the forward: q, k, v in `dtype`, do in `do_dtype`, over contiguous
+/// [batch, T, D] tensors. An operand with no element takes the address of
+/// the first of the section's map operands that has elements (q's when
+/// none has). Empty for a section without tensor_map lines.
+faRtStatus buildBackwardTensorMapArgs(
+    const BackwardManifest &manifest, size_t i, const LaunchShape &shape,
+    const std::vector<std::pair<std::string, uint64_t>> &pointers,
+    std::vector<TensorMapEncodeArgs> &args);
 
 /// Manifest spellings: "f16", "bf16", "f32"; "none", "top_left", ...
 const char *dtypeName(faRtDtype dtype);
