@@ -129,10 +129,10 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
     return "fa-to-ptx: wgmma=true needs chip=sm_90a (wgmma exists only on "
            "the architecture-specific Hopper target), got chip=" +
            chip;
-  // Likewise TMA, which only the wgmma forward uses.
+  // Likewise TMA, which only the wgmma kernels use.
   if (options.tma.getNumOccurrences() > 0 && options.tma &&
       (chip != "sm_90a" || !options.wgmma || !options.tensorCores))
-    return "fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, "
+    return "fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, "
            "wgmma=true, tensor-cores=true), got chip=" +
            chip + (!options.tensorCores ? " with tensor-cores=false"
                    : !options.wgmma     ? " with wgmma=false"
@@ -182,7 +182,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.tensorCores = options.tensorCores && isTensorCoreChip(options.chip);
   // wgmma exists only on the architecture-specific sm_90a target.
   kernel.wgmma = kernel.tensorCores && options.wgmma && options.chip == "sm_90a";
-  // TMA loads (the wgmma forward only).
+  // TMA loads (the wgmma forward and backward kernels).
   kernel.tma = kernel.wgmma && options.tma;
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));

@@ -13,7 +13,8 @@
 // RUN: %ptxas -arch=sm_90a %t/mma/bf16_d128_attention_0.ptx -o %t/mma.cubin
 // RUN: %cuobjdump -sass %t/mma.cubin | FileCheck %s --check-prefix=MMA
 // The backward on sm_90a: HGMMA in both _dkdv (S^T, dP^T 64x32, dV and dK
-// 64x128 with P^T/dS^T from registers, B transposed) and _dq.
+// 64x128 with P^T/dS^T from registers, B transposed) and _dq, tiles by TMA
+// completing on mbarriers (no cp.async).
 // RUN: %ptxas -arch=sm_90a %t/wg/bwd_bf16_d128_attention_backward_0.ptx -o %t/bwd.cubin
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWD
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dq %t/bwd.cubin | FileCheck %s --check-prefix=BWDDQ
@@ -36,12 +37,14 @@
 // BWD-DAG: HGMMA.64x32x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWD-DAG: WARPGROUP.DEPBAR.LE gsb0, 0x1
-// BWD-DAG: LDGSTS.E.128
+// BWD-DAG: UTMALDG.3D
+// BWD-DAG: SYNCS.PHASECHK.TRANS64.TRYWAIT
 // BWD-DAG: MUFU.EX2
-// BWD-NOT: {{LDL|STL|HMMA}}
+// BWD-NOT: {{LDL|STL|HMMA|LDGSTS}}
 // BWDDQ-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWDDQ-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
-// BWDDQ-NOT: {{LDL|STL|HMMA}}
+// BWDDQ-DAG: UTMALDG.3D
+// BWDDQ-NOT: {{LDL|STL|HMMA|LDGSTS}}
 
 func.func @bf16_d128(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>,
                      %v: tensor<?x?x128xbf16>) -> tensor<?x?x128xbf16> {

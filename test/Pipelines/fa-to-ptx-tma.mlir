@@ -1,5 +1,5 @@
 // fa-to-ptx (tma=true is its default on sm_90a): the wgmma forward loads
-// Q/K/V by TMA. The PTX takes the three tensor maps as by-value 128-byte,
+// Q/K/V by TMA, the wgmma backward's _dkdv and _dq Q/K/V/dO. The PTX takes the three tensor maps as by-value 128-byte,
 // 64-byte-aligned parameters (cvta.param gives their generic address), the
 // dynamic workgroup memory is 1024-byte aligned (128-byte swizzle), the
 // manifest lists the maps, and ptxas assembles every kernel with no spills
@@ -14,20 +14,27 @@
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d128_causal_attention_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/f16_d64_causal_attention_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d32_attention_0.ptx -o %t/d.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// The backward: version 4 manifest, four maps per wgmma kernel, no spills.
+// RUN: FileCheck %s --check-prefix=BWD < %t/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=BWDPTX < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/e.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
+// RUN: %ptxas -arch=sm_90a -v %t/bwd_f16_d64_attention_backward_0.ptx -o %t/f.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // tma=false: cp.async, no maps. sm_80 (no wgmma): no TMA either.
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tma=false output-dir=%t/cp" -o /dev/null
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_80 output-dir=%t/sm80" -o /dev/null
 // RUN: not grep -l "tensor_map\|cp.async.bulk" %t/cp/bf16_d128_none_attention_0.manifest %t/cp/bf16_d128_none_attention_0.ptx %t/sm80/bf16_d128_none_attention_0.manifest %t/sm80/bf16_d128_none_attention_0.ptx
 // RUN: grep -q "cp.async.ca" %t/cp/bf16_d128_none_attention_0.ptx
 // RUN: grep -q "^version 1$" %t/cp/bf16_d128_none_attention_0.manifest
+// RUN: not grep -l "tensor_map\|cp.async.bulk" %t/cp/bwd_f16_d64_attention_backward_0.manifest %t/cp/bwd_f16_d64_attention_backward_0.ptx %t/sm80/bwd_f16_d64_attention_backward_0.manifest
+// RUN: grep -q "^version 2$" %t/cp/bwd_f16_d64_attention_backward_0.manifest
 // tma=true given where there is no wgmma forward: an error, not a silent
 // cp.async kernel.
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR80
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a wgmma=false tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRMMA
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tensor-cores=false tma=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRSCALAR
-// ERR80: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_80
-// ERRMMA: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with wgmma=false
-// ERRSCALAR: error: fa-to-ptx: tma=true needs the wgmma forward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with tensor-cores=false
+// ERR80: error: fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_80
+// ERRMMA: error: fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with wgmma=false
+// ERRSCALAR: error: fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with tensor-cores=false
 
 // PTX: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],
 // PTX-NEXT: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],
@@ -62,6 +69,38 @@
 // MANIFEST32-NEXT: tensor_map k 32 64 64
 // MANIFEST32-NEXT: tensor_map v 32 64 64
 
+// The backward kernels: _delta takes no map; _dkdv (own K, V: 128 rows;
+// Q, dO tiles of block_m = 32 rows at D 128) and _dq (own Q, dO; K, V tiles
+// of block_n = 64) take four each, in params order.
+// BWD: version 4
+// BWD: kernel bwd_bf16_d128_causal_attention_backward_0_delta
+// BWD-NOT: tensor_map
+// BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
+// BWD: params q k v do lse delta dk dv
+// BWD-NEXT: tensor_map q 64 32 128
+// BWD-NEXT: tensor_map k 64 128 128
+// BWD-NEXT: tensor_map v 64 128 128
+// BWD-NEXT: tensor_map do 64 32 128
+// BWD-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
+// BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dq
+// BWD: params q k v do lse delta dq
+// BWD-NEXT: tensor_map q 64 128 128
+// BWD-NEXT: tensor_map k 64 64 128
+// BWD-NEXT: tensor_map v 64 64 128
+// BWD-NEXT: tensor_map do 64 128 128
+// BWD-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
+// BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
+// BWDPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
+// BWDPTX: cp.async.bulk.tensor.3d
+// BWDPTX-NOT: cp.async.cg
+// BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq(
+// BWDPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dq_param_{{[0-9]+}}[128]
+// BWDPTX-NOT: cp.async.cg
+
+// NOSPILL3-COUNT-3: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// NOSPILL3-NOT: C751{{[0-9]}}
+// NOSPILL3-NOT: warning
+
 // NOSPILL: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // NOSPILL-NOT: C751{{[0-9]}}
 // NOSPILL-NOT: warning
@@ -84,4 +123,14 @@ func.func @f16_d64_causal(%q: tensor<4x?x64xf16>, %k: tensor<4x?x64xf16>, %v: te
 func.func @bf16_d32(%q: tensor<?x?x32xbf16>, %k: tensor<?x?x32xbf16>, %v: tensor<?x?x32xbf16>) -> tensor<?x?x32xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16> -> tensor<?x?x32xbf16>
   return %o : tensor<?x?x32xbf16>
+}
+
+func.func @bwd_bf16_d128_causal(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, %v: tensor<?x?x128xbf16>, %o: tensor<?x?x128xbf16>, %do: tensor<?x?x128xbf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(top_left) : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32> -> tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?x128xbf16>
+}
+
+func.func @bwd_f16_d64(%q: tensor<?x?x64xf16>, %k: tensor<?x?x64xf16>, %v: tensor<?x?x64xf16>, %o: tensor<?x?x64xf16>, %do: tensor<?x?x64xf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>) {
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?xf32> -> tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>
+  return %dq, %dk, %dv : tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>
 }

@@ -200,11 +200,20 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     issues S and dP back to back with the previous tile's last product
     (dK += dS^T Q_{i-1} between them in `_dkdv`, dQ += dS K_{j-1} after
     them in `_dq`), computes P once S is done and dS once dP is done
-    (FlashAttention-3, Section 3.2). Where no default tile fits (e.g.
+    (FlashAttention-3, Section 3.2). With `tma` the tiles arrive by TMA
+    as in the forward: the tensor maps of q, k, v and do are four
+    `!llvm.ptr` arguments after the memrefs of `_dkdv` and `_dq`
+    (`fa.tensor_map_params = 4`; the manifest's kernel sections get
+    `tensor_map` lines and the manifest version 4); thread 0 loads the own
+    tiles (one mbarrier each) and each loop tile half (one mbarrier per
+    stage) into 128-byte-swizzled tiles (64-byte at head dim 32), every
+    thread waits on a tile's barriers before its products, one block
+    barrier per iteration; the tiles need not split over the warps.
+    Where no default tile fits (without `tma`, e.g.
     D 32 with Dv 128) and none of num-warps, block-m and block-n is given,
     the op gets the mma.sync backward instead. Errors on the op (with
     num-warps, block-m or block-n given): num-warps other than 4 or 8 (12
-    and 16 leave too few registers per thread for any tile); a tile not a multiple of 16 or over 256 rows; a tile whose 8-row x
+    and 16 leave too few registers per thread for any tile); a tile not a multiple of 16 or over 256 rows; without `tma`, a tile whose 8-row x
     32-column groups do not split evenly over the warps; tile values
     (`_dkdv`: D / 2 + Dv / 2 + 5 x block-m / 2 registers, `_dq`:
     D / 2 + Dv / 8 + 3 x block-n / 2) over the per-thread register budget;
@@ -247,13 +256,14 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "the forward; Q/dO or K/V in the backward), 2 or 3; 0: 3 when "
            "they fit in max-shared-bytes, else 2">,
     Option<"tma", "tma", "bool", /*default=*/"false",
-           "wgmma forward: load the Q, K and V tiles with the Tensor Memory "
-           "Accelerator (cp.async.bulk.tensor, one thread, completion on "
-           "mbarriers) from tensor maps the runtime encodes on the host "
-           "(three extra by-value kernel parameters, `tensor_map` lines in "
-           "the manifest) instead of per-thread cp.async; ignored by ops "
-           "that take another kernel (without tensor-cores and wgmma, f32, "
-           "other head dims, the backward)">,
+           "wgmma kernels: load the tiles (Q, K, V; in the backward also "
+           "dO) with the Tensor Memory Accelerator (cp.async.bulk.tensor, "
+           "one thread, completion on mbarriers) from tensor maps the "
+           "runtime encodes on the host (three extra by-value kernel "
+           "parameters in the forward, four in _dkdv and _dq; `tensor_map` "
+           "lines in the manifest) instead of per-thread cp.async; ignored "
+           "by ops that take another kernel (without tensor-cores and "
+           "wgmma, f32, other head dims)">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

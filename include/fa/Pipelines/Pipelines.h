@@ -91,13 +91,14 @@ struct FAToPTXPipelineOptions
       llvm::cl::init(0)};
   PassOptions::Option<bool> tma{
       *this, "tma",
-      llvm::cl::desc("wgmma forward (sm_90a): Q/K/V tiles by TMA "
-                     "(cp.async.bulk.tensor on mbarriers, 128-byte swizzle, "
-                     "tensor maps encoded by the runtime); false: cp.async "
-                     "into padded no-swizzle tiles; given as true with "
-                     "another chip, wgmma=false or tensor-cores=false: an "
-                     "error; ops that take another kernel (f32, head dims "
-                     "other than 32, 64, 128; the backward) are unaffected"),
+      llvm::cl::desc("wgmma kernels (sm_90a): Q/K/V (backward: and dO) "
+                     "tiles by TMA (cp.async.bulk.tensor on mbarriers, "
+                     "128-byte swizzle, tensor maps encoded by the "
+                     "runtime); false: cp.async into padded no-swizzle "
+                     "tiles; given as true with another chip, wgmma=false "
+                     "or tensor-cores=false: an error; ops that take "
+                     "another kernel (f32, head dims other than 32, 64, "
+                     "128) are unaffected"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",

@@ -181,14 +181,16 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     return dkdv ? bs.d / 2 + bs.dv / 2 + 5 * tile / 2
                 : bs.d / 2 + bs.dv / 8 + 3 * tile / 2;
   };
+  // cp.async: the 8-row x 32-column copy groups of a tile split over the
+  // warps (TMA: one thread issues the copies).
   auto splitsEvenly = [&](int64_t tile) {
-    return (tile / 8) * (bs.d / 32) % warps == 0 &&
-           (tile / 8) * (bs.dv / 32) % warps == 0;
+    return options.tma || ((tile / 8) * (bs.d / 32) % warps == 0 &&
+                           (tile / 8) * (bs.dv / 32) % warps == 0);
   };
   auto shapeOf = [&](bool dkdv, int64_t tile, int64_t stages) {
-    return gpukernel::WgmmaBackwardShape{bs.elt,   bs.d,  bs.dv, bs.causal,
-                                         bs.scale, warps, tile,  stages,
-                                         dkdv};
+    return gpukernel::WgmmaBackwardShape{
+        bs.elt, bs.d,   bs.dv, bs.causal, bs.scale,
+        warps,  tile,   stages, dkdv,     /*tma=*/options.tma};
   };
   for (bool dkdv : {true, false}) {
     int64_t given = dkdv ? options.blockM : options.blockN;
@@ -788,6 +790,9 @@ struct KernelSpec {
   SmallVector<StringRef> params;
   SmallVector<StringRef, 3> grid;
   int64_t sharedBytes = 0; // dynamic workgroup memory
+  /// TMA: `tensor_map` lines (OPERAND BOX_COLS BOX_ROWS SWIZZLE) of q, k,
+  /// v, do, whose maps close the argument list.
+  SmallVector<std::string> tensorMaps;
 };
 } // namespace
 
@@ -822,6 +827,12 @@ static DictionaryAttr buildBackwardManifest(Builder &b,
         b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(spec.sharedBytes)));
     entries.push_back(b.getNamedAttr(
         "params", b.getStrArrayAttr(SmallVector<StringRef>(spec.params))));
+    if (!spec.tensorMaps.empty()) {
+      SmallVector<Attribute> maps;
+      for (const std::string &map : spec.tensorMaps)
+        maps.push_back(b.getStringAttr(map));
+      entries.push_back(b.getNamedAttr("tensor_map", b.getArrayAttr(maps)));
+    }
     entries.push_back(b.getNamedAttr(
         "grid", b.getStrArrayAttr(SmallVector<StringRef>(spec.grid))));
     kernelAttrs.push_back(b.getDictionaryAttr(entries));
@@ -930,6 +941,25 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
     last.params = {"dq_accum", "dq"};
     last.grid = {"ceil_div(seqlen_q,threads)", "batch", "1"};
   }
+  // TMA (wgmma kernels): boxes of one swizzle row by the tile's rows, own
+  // rows for the block's operands (K, V of _dkdv; Q, dO of _dq), loop-tile
+  // rows for the others.
+  if (bs.wgmma && bs.wgDkDv.tma) {
+    for (KernelSpec *spec : {&dkdv, &last}) {
+      const gpukernel::WgmmaBackwardShape &shape =
+          spec == &dkdv ? bs.wgDkDv : bs.wgDq;
+      for (StringRef operand : {"q", "k", "v", "do"}) {
+        bool ownOperand = (operand == "k" || operand == "v") == shape.dkdv;
+        int64_t rows = ownOperand ? shape.ownRows() : shape.tile;
+        int64_t cols = operand == "q" || operand == "k" ? bs.d : bs.dv;
+        int64_t swizzle = gpukernel::tmaSwizzleBytes(cols);
+        spec->tensorMaps.push_back(
+            (operand + " " + Twine(swizzle / 2) + " " + Twine(rows) + " " +
+             Twine(swizzle))
+                .str());
+      }
+    }
+  }
   specs = {delta, dkdv, last};
 
   OpBuilder::InsertionGuard guard(builder);
@@ -970,6 +1000,11 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
       privateTypes = {local({bs.d}, f32, priv), local({bs.dv}, f32, priv),
                       local({bs.d}, f32, priv)};
     }
+    // TMA: the tensor maps of q, k, v, do (fa-lower-tensor-map-params makes
+    // them by-value parameters).
+    if (!spec.tensorMaps.empty())
+      argTypes.append(gpukernel::kTmaBackwardTensorMaps,
+                      LLVM::LLVMPointerType::get(ctx));
     builder.setInsertionPointToEnd(gpuModule.getBody());
     auto func = gpu::GPUFuncOp::create(builder, loc, spec.name,
                                        builder.getFunctionType(argTypes, {}),
@@ -978,6 +1013,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                   builder.getUnitAttr());
     func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
         {static_cast<int32_t>(spec.threads), 1, 1}));
+    if (!spec.tensorMaps.empty())
+      func->setAttr(gpukernel::kTensorMapParamsAttrName,
+                    builder.getI64IntegerAttr(
+                        gpukernel::kTmaBackwardTensorMaps));
     if (index == 0 && bs.tensorCore)
       gpukernel::buildTensorCoreDeltaBody(builder, loc, func, bs.dv,
                                           kRowThreads);

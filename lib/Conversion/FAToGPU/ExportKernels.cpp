@@ -60,7 +60,26 @@ static void printValue(llvm::raw_ostream &os, Attribute value) {
   }
 }
 
-/// The header keys of a backward manifest (version 2) in the order of
+/// Prints one manifest line `key value` (`key` alone for an empty array;
+/// one line per element for a repeated key).
+static void printLine(llvm::raw_ostream &os, StringRef key, Attribute value) {
+  if (auto a = dyn_cast<ArrayAttr>(value); a && isRepeatedKey(key)) {
+    for (Attribute element : a) {
+      os << key << " ";
+      printValue(os, element);
+      os << "\n";
+    }
+    return;
+  }
+  os << key;
+  if (auto a = dyn_cast<ArrayAttr>(value); !a || !a.empty()) {
+    os << " ";
+    printValue(os, value);
+  }
+  os << "\n";
+}
+
+/// The header keys of a backward manifest (versions 2 and 4) in the order of
 /// docs/ARTIFACTS.md, after `version`, `op`, `name`, `ptx` and `chip`.
 static constexpr llvm::StringLiteral kBackwardKeyOrder[] = {
     "dtype",      "o_dtype",     "do_dtype", "dq_dtype", "dk_dtype",
@@ -70,10 +89,10 @@ static constexpr llvm::StringLiteral kBackwardKeyOrder[] = {
 
 /// The keys of one kernel section of a backward manifest, in order.
 static constexpr llvm::StringLiteral kKernelKeyOrder[] = {
-    "kernel",       "threads", "block_m", "block_n",
-    "shared_bytes", "params",  "grid"};
+    "kernel", "threads",    "block_m", "block_n",
+    "shared_bytes", "params", "tensor_map", "grid"};
 
-/// A backward manifest (version 2): the op's header, one `scratch` line per
+/// A backward manifest (version 2; 4 with tensor maps): the op's header, one `scratch` line per
 /// scratch buffer, then one section per kernel in launch order, each opened
 /// by its `kernel` line.
 static std::string renderBackwardManifest(DictionaryAttr manifest,
@@ -81,15 +100,17 @@ static std::string renderBackwardManifest(DictionaryAttr manifest,
   std::string text;
   llvm::raw_string_ostream os(text);
   auto line = [&](StringRef key, Attribute value) {
-    os << key;
-    if (auto a = dyn_cast<ArrayAttr>(value); !a || !a.empty()) {
-      os << " ";
-      printValue(os, value);
-    }
-    os << "\n";
+    printLine(os, key, value);
   };
+  // Version 4: a backward manifest with TMA tensor maps in some kernel
+  // section (a reader without them must refuse it, as for version 3).
+  bool tensorMaps = false;
+  if (auto kernels = manifest.getAs<ArrayAttr>("kernels"))
+    for (Attribute kernel : kernels)
+      if (auto dict = dyn_cast<DictionaryAttr>(kernel))
+        tensorMaps |= static_cast<bool>(dict.get("tensor_map"));
   os << "# fa backward manifest\n";
-  os << "version 2\n";
+  os << "version " << (tensorMaps ? 4 : 2) << "\n";
   os << "op attention_backward\n";
   os << "name " << name << "\n";
   os << "ptx " << name << ".ptx\n";
@@ -116,22 +137,7 @@ std::string mlir::fa::renderManifest(DictionaryAttr manifest,
   std::string text;
   llvm::raw_string_ostream os(text);
   auto line = [&](StringRef key, Attribute value) {
-    if (auto a = dyn_cast<ArrayAttr>(value); a && isRepeatedKey(key)) {
-      for (Attribute element : a) {
-        os << key << " ";
-        printValue(os, element);
-        os << "\n";
-      }
-      return;
-    }
-    os << key;
-    if (auto a = dyn_cast<ArrayAttr>(value); a && a.empty()) {
-      os << "\n";
-      return;
-    }
-    os << " ";
-    printValue(os, value);
-    os << "\n";
+    printLine(os, key, value);
   };
   // Version 3: a forward kernel that takes TMA tensor maps (readers without
   // tensor-map support must refuse it rather than launch it without them).

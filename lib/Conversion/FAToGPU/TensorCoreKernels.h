@@ -174,32 +174,48 @@ struct WgmmaBackwardShape {
   int64_t tile;     // rows per loop tile, a multiple of 16
   int64_t stages;   // loop tiles in workgroup memory: 2 or 3
   bool dkdv;        // `_dkdv` (else `_dq`)
+  /// Tiles by TMA from the tensor maps of q, k, v and do (the kernel's last
+  /// four arguments) into swizzled workgroup memory, completing on
+  /// mbarriers; otherwise by cp.async into the canonical no-swizzle layout.
+  bool tma = false;
 
   int64_t ownRows() const { return 16 * numWarps; }
+  /// Bytes of a `rows` x `cols` tile of 2-byte elements in workgroup
+  /// memory: dense (TMA, swizzled) or in padded columns of core matrices
+  /// (cp.async).
+  int64_t tileBytes(int64_t rows, int64_t cols) const {
+    return tma ? rows * cols * 2 : cols / 8 * wgmmaColumnBytes(rows);
+  }
 };
 
-/// Byte offsets of a wgmma backward kernel's canonical tiles in its dynamic
+/// The number of tensor-map arguments that close a TMA backward kernel's
+/// argument list (q, k, v, do).
+inline constexpr int64_t kTmaBackwardTensorMaps = 4;
+
+/// Byte offsets of a wgmma backward kernel's tiles in its dynamic
 /// workgroup memory: its own rows (K then V for _dkdv, Q then dO for _dq),
 /// then the stages of the loop's first (Q or K, head dim D) and second (dO
 /// or V, head dim Dv) tiles, then (_dkdv) the stages of the query tiles'
-/// lse and delta (f32).
+/// lse and delta (f32), then (TMA) the mbarriers, 8 bytes each: own first,
+/// own second, one per first-tile stage, one per second-tile stage.
 struct WgmmaBackwardLayout {
   int64_t ownFirst, ownSecond, loopFirst, loopSecond;
-  int64_t firstStageBytes, secondStageBytes, columnValues, bytes;
+  int64_t firstStageBytes, secondStageBytes, columnValues, barrierOffset,
+      bytes;
 };
 
 inline WgmmaBackwardLayout wgmmaBackwardLayout(const WgmmaBackwardShape &ks) {
   WgmmaBackwardLayout l;
-  int64_t colOwn = wgmmaColumnBytes(ks.ownRows());
-  int64_t colTile = wgmmaColumnBytes(ks.tile);
   l.ownFirst = 0;
-  l.ownSecond = ks.d / 8 * colOwn;
-  l.loopFirst = l.ownSecond + ks.dv / 8 * colOwn;
-  l.firstStageBytes = ks.d / 8 * colTile;
-  l.secondStageBytes = ks.dv / 8 * colTile;
+  l.ownSecond = ks.tileBytes(ks.ownRows(), ks.d);
+  l.loopFirst = l.ownSecond + ks.tileBytes(ks.ownRows(), ks.dv);
+  l.firstStageBytes = ks.tileBytes(ks.tile, ks.d);
+  l.secondStageBytes = ks.tileBytes(ks.tile, ks.dv);
   l.loopSecond = l.loopFirst + ks.stages * l.firstStageBytes;
   l.columnValues = l.loopSecond + ks.stages * l.secondStageBytes;
-  l.bytes = l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
+  l.barrierOffset =
+      l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
+  l.bytes = l.barrierOffset + (ks.tma ? 8 * (2 + 2 * ks.stages) : 0);
   return l;
 }
 

@@ -34,10 +34,16 @@
 // computed. The copy of tile i + stages - 1 is issued at the top of
 // iteration i into the stage that iteration i - 1 used.
 //
-// Tiles use the canonical no-swizzle layout of WgmmaFragments.h: the own
-// tiles and the loop tiles' first use (S, dP) are K-major operands; the
-// loop tiles' second use (dV, dK, dQ: K = the loop tile's rows) reads the
-// same bytes as an N-major B operand.
+// With cp.async, tiles use the canonical no-swizzle layout of
+// WgmmaFragments.h; with TMA (`tma`, fa-to-ptx's default), the swizzled
+// layout of WgmmaForward.cpp's TMA tiles: thread 0 loads the own tiles and
+// each loop tile half from the tensor maps of q, k, v and do (the last four
+// arguments), completing on mbarriers (own first, own second, one per stage
+// of each half; the n-th load into a stage completes its phase n), and
+// every thread waits on a tile's barriers before its products. Either way
+// the own tiles and the loop tiles' first use (S, dP) are K-major
+// operands; the loop tiles' second use (dV, dK, dQ: K = the loop tile's
+// rows) reads the same bytes as an N-major B operand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +72,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(&func.front());
 
   WgmmaBackwardLayout layout = wgmmaBackwardLayout(ks);
+  const bool tma = ks.tma;
   const int64_t colOwn = wgmmaColumnBytes(ownRows);
   const int64_t colTile = wgmmaColumnBytes(tile);
   WgmmaSharedMemory shared = wgmmaSharedMemory(fb, layout.bytes);
@@ -106,43 +113,154 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     count = arith::CeilDivSIOp::create(b, loc, keys.kvEnd, bt);
   }
 
-  // Descriptors. Own tiles (A, K-major): this warpgroup's 64 rows start
-  // 1024 bytes per warpgroup in; k16 steps two core columns apart.
+  // Descriptors. cp.async (canonical no-swizzle layout): own tiles (A,
+  // K-major): this warpgroup's 64 rows start 1024 bytes per warpgroup in;
+  // k16 steps two core columns apart. Loop tiles: K-major B of S and dP;
+  // N-major B (K = tile rows) of the accumulating products, 16 rows (256
+  // bytes) per k16 step.
+  //
+  // TMA (swizzled, as WgmmaForward.cpp's Q/K/V): a tile of head dim c is
+  // blocks of one swizzle row (sw = tmaSwizzleBytes(c) bytes) per tile row;
+  // K-major reads have their 8-row groups 8 sw apart, k16 step kc at 32
+  // bytes x (kc % steps per row) within block kc / (steps per row), blocks
+  // rows x sw apart; this warpgroup's own rows start 64 sw in. N-major
+  // reads (N = head dim) have their 8-row groups 8 sw apart (stride) and
+  // their column blocks tile x sw apart (leading); a k16 step is 16 rows.
+  const int64_t swFirst = tma ? tmaSwizzleBytes(ks.d) : 0;
+  const int64_t swSecond = tma ? tmaSwizzleBytes(ks.dv) : 0;
   Value warpgroup = arith::IndexCastUIOp::create(
       b, loc, i64, arith::DivUIOp::create(b, loc, warp, fb.cstIndex(4)));
-  Value wgUnits =
-      arith::MulIOp::create(b, loc, warpgroup, cstI64(fb, 1024 >> 4));
-  Descriptor ownDesc = makeDescriptor(fb, shared.units, colOwn, 128);
-  Value ownFirstBase =
-      ownDesc.at(fb, arith::AddIOp::create(b, loc, wgUnits,
-                                           cstI64(fb, layout.ownFirst >> 4)));
-  Value ownSecondBase =
-      ownDesc.at(fb, arith::AddIOp::create(b, loc, wgUnits,
-                                           cstI64(fb, layout.ownSecond >> 4)));
-  // Loop tiles: K-major B of S and dP; N-major B (K = tile rows) of the
-  // accumulating products.
-  Descriptor loopK = makeDescriptor(fb, shared.units, colTile, 128);
-  Descriptor loopN = makeDescriptor(fb, shared.units, 128, colTile);
+  auto ownBase = [&](int64_t offset, int64_t sw) {
+    Descriptor desc = tma ? makeDescriptor(fb, shared.units, 16, 8 * sw, sw)
+                          : makeDescriptor(fb, shared.units, colOwn, 128);
+    int64_t warpgroupBytes = tma ? 64 * sw : 1024;
+    return desc.at(fb, arith::AddIOp::create(
+                           b, loc,
+                           arith::MulIOp::create(
+                               b, loc, warpgroup,
+                               cstI64(fb, warpgroupBytes >> 4)),
+                           cstI64(fb, offset >> 4)));
+  };
+  Value ownFirstBase = ownBase(layout.ownFirst, swFirst);
+  Value ownSecondBase = ownBase(layout.ownSecond, swSecond);
+  auto loopKDesc = [&](int64_t sw) {
+    return tma ? makeDescriptor(fb, shared.units, 16, 8 * sw, sw)
+               : makeDescriptor(fb, shared.units, colTile, 128);
+  };
+  auto loopNDesc = [&](int64_t sw) {
+    return tma ? makeDescriptor(fb, shared.units, tile * sw, 8 * sw, sw)
+               : makeDescriptor(fb, shared.units, 128, colTile);
+  };
+  Descriptor loopKFirst = loopKDesc(swFirst), loopKSecond = loopKDesc(swSecond);
+  Descriptor loopNFirst = loopNDesc(swFirst), loopNSecond = loopNDesc(swSecond);
+  // The descriptor advance of one k16 step of an N-major loop tile.
+  auto nStepUnits = [&](int64_t sw) { return tma ? (16 * sw) >> 4 : 256 >> 4; };
+  // S (dP) = own x loop tile^T over head dim c: kSteps k16 steps.
+  auto productOwnLoop = [&](FragmentBuilder &x, int64_t c, Value ownDesc,
+                            Value loopDesc) {
+    if (!tma)
+      return wgmmaProductSS(x, tile, c / 16, ownDesc, (2 * colOwn) >> 4,
+                            loopDesc, (2 * colTile) >> 4);
+    int64_t sw = tmaSwizzleBytes(c);
+    return wgmmaProductSS(
+        x, tile, c / 16, ownDesc, 32 >> 4, loopDesc, 32 >> 4,
+        /*zeroInit=*/false,
+        SwizzledSteps{sw / 32, (ownRows * sw) >> 4, (tile * sw) >> 4});
+  };
 
-  // Copies: one group per loop tile half (first: Q_i or K_j; second: dO_i
-  // or V_j), possibly empty so that the group count per iteration is
-  // fixed; tile tb goes into stage tb % stages. The own tiles go with the
-  // first half of the first tile.
-  CanonicalCopy ownCopyFirst =
-      CanonicalCopy::plan(fb, ownRows, ks.d, threads, ids);
-  CanonicalCopy ownCopySecond =
-      ks.dv == ks.d ? ownCopyFirst
-                    : CanonicalCopy::plan(fb, ownRows, ks.dv, threads, ids);
-  CanonicalCopy copyFirst = CanonicalCopy::plan(fb, tile, ks.d, threads, ids);
-  CanonicalCopy copySecond =
-      ks.dv == ks.d ? copyFirst
-                    : CanonicalCopy::plan(fb, tile, ks.dv, threads, ids);
+  // cp.async copies: one group per loop tile half (first: Q_i or K_j;
+  // second: dO_i or V_j), possibly empty so that the group count per
+  // iteration is fixed; tile tb goes into stage tb % stages. The own tiles
+  // go with the first half of the first tile.
+  //
+  // TMA: thread 0 issues every load; mbarriers at barrierOffset (own
+  // first, own second, then one per stage of each half) complete with the
+  // bytes; every thread waits on a tile's barrier before its products.
+  // The tensor maps of q, k, v and do close the argument list.
+  std::optional<CanonicalCopy> ownCopyFirst, ownCopySecond, copyFirst,
+      copySecond;
+  if (!tma) {
+    ownCopyFirst = CanonicalCopy::plan(fb, ownRows, ks.d, threads, ids);
+    ownCopySecond =
+        ks.dv == ks.d ? ownCopyFirst
+                      : CanonicalCopy::plan(fb, ownRows, ks.dv, threads, ids);
+    copyFirst = CanonicalCopy::plan(fb, tile, ks.d, threads, ids);
+    copySecond = ks.dv == ks.d
+                     ? copyFirst
+                     : CanonicalCopy::plan(fb, tile, ks.dv, threads, ids);
+  }
+  const int64_t numArgs = func.getNumArguments();
+  auto mapOf = [&](int64_t operand) { // 0 q, 1 k, 2 v, 3 do
+    return func.getArgument(numArgs - kTmaBackwardTensorMaps + operand);
+  };
+  Value ownFirstMap, ownSecondMap, loopFirstMap, loopSecondMap;
+  if (tma) {
+    ownFirstMap = mapOf(dkdv ? 1 : 0);
+    ownSecondMap = mapOf(dkdv ? 2 : 3);
+    loopFirstMap = mapOf(dkdv ? 0 : 1);
+    loopSecondMap = mapOf(dkdv ? 3 : 2);
+  }
+  auto barrierAt = [&](FragmentBuilder &x, Value index) {
+    return arith::AddIOp::create(
+        x.b, x.loc, shared.addr,
+        arith::AddIOp::create(
+            x.b, x.loc, cstI32(x, layout.barrierOffset),
+            arith::MulIOp::create(x.b, x.loc, index, cstI32(x, 8))));
+  };
+  // Tile tb's stage (index), and its barrier and the parity of its phase
+  // there: the loads into a stage are tiles first + s, first + s + stages,
+  // ..., the n-th of them completing phase n.
+  auto stageOf = [&](FragmentBuilder &x, Value tb) {
+    return arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(stages))
+        .getResult();
+  };
+  auto stageBarrier = [&](FragmentBuilder &x, Value tb, bool second) {
+    Value index = arith::AddIOp::create(
+        x.b, x.loc, toI32(x, stageOf(x, tb)),
+        cstI32(x, second ? 2 + stages : 2));
+    Value use = arith::DivUIOp::create(x.b, x.loc, x.sub(tb, first),
+                                       x.cstIndex(stages));
+    Value parity =
+        arith::RemUIOp::create(x.b, x.loc, toI32(x, use), cstI32(x, 2));
+    return std::make_pair(barrierAt(x, index), parity);
+  };
+  Value isThread0 = fb.cmpI(arith::CmpIPredicate::eq, ids.tid, c0);
+  Value batch32 = tma ? toI32(fb, batch) : Value();
   auto loadHalf = [&](FragmentBuilder &x, Value tb, bool second) {
-    copyStage(x, second ? copySecond : copyFirst,
-              second ? loopSecond : loopFirst, shared.tile, tb, count, stages,
-              second ? layout.loopSecond : layout.loopFirst,
-              second ? layout.secondStageBytes : layout.firstStageBytes, batch,
-              loopLimit, ids);
+    int64_t offset = second ? layout.loopSecond : layout.loopFirst;
+    int64_t stageBytes =
+        second ? layout.secondStageBytes : layout.firstStageBytes;
+    if (!tma) {
+      copyStage(x, second ? *copySecond : *copyFirst,
+                second ? loopSecond : loopFirst, shared.tile, tb, count,
+                stages, offset, stageBytes, batch, loopLimit, ids);
+      return;
+    }
+    Value issue = arith::AndIOp::create(
+        x.b, x.loc, isThread0, x.cmpI(arith::CmpIPredicate::slt, tb, count));
+    scf::IfOp::create(x.b, x.loc, issue, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, x.elt);
+      Value dst = arith::AddIOp::create(
+          ib, il, shared.addr,
+          arith::TruncIOp::create(
+              ib, il, ib.getI32Type(),
+              arith::ShLIOp::create(ib, il,
+                                    stageUnits(y, tb, stages, offset,
+                                               stageBytes),
+                                    cstI64(y, 4))));
+      int64_t cols = second ? ks.dv : ks.d;
+      tmaLoadTile(y, second ? loopSecondMap : loopFirstMap, dst, tile, cols,
+                  tmaSwizzleBytes(cols) / 2, toI32(y, y.mul(tb, bt)), batch32,
+                  stageBarrier(y, tb, second).first);
+      scf::YieldOp::create(ib, il);
+    });
+  };
+  // Every thread waits for both halves of tile tb (TMA).
+  auto waitTile = [&](FragmentBuilder &x, Value tb) {
+    for (bool second : {false, true}) {
+      auto [bar, parity] = stageBarrier(x, tb, second);
+      mbarrierWait(x, bar, parity);
+    }
   };
 
   // _dkdv: lse and delta of each query tile in workgroup memory (f32,
@@ -198,15 +316,49 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   };
 
   Value anyTile = fb.cmpI(arith::CmpIPredicate::slt, first, count);
-  scf::IfOp::create(b, loc, anyTile, [&](OpBuilder &ib, Location il) {
-    FragmentBuilder y(ib, il, ks.elt);
-    ownCopyFirst.copy(y, ownFirst, shared.tile, y.cstIndex(layout.ownFirst / 2),
-                      batch, own0, ownLimit, ids);
-    ownCopySecond.copy(y, ownSecond, shared.tile,
-                       y.cstIndex(layout.ownSecond / 2), batch, own0, ownLimit,
-                       ids);
-    scf::YieldOp::create(ib, il);
-  });
+  if (tma) {
+    // Thread 0 initializes the barriers (one arrival per phase), visible to
+    // the other threads and the copy engine before any use; then loads the
+    // own tiles when any loop tile is visited (every issued load is waited
+    // for).
+    scf::IfOp::create(b, loc, isThread0, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, ks.elt);
+      for (Value map : {loopFirstMap, loopSecondMap})
+        inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{map});
+      for (int64_t i = 0; i < 2 + 2 * stages; ++i)
+        mbarrierInit(y, barrierAt(y, cstI32(y, i)));
+      inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
+      scf::YieldOp::create(ib, il);
+    });
+    gpu::BarrierOp::create(b, loc);
+    Value issueOwn = arith::AndIOp::create(b, loc, isThread0, anyTile);
+    scf::IfOp::create(b, loc, issueOwn, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, ks.elt);
+      Value row = toI32(y, own0);
+      tmaLoadTile(y, ownFirstMap,
+                  arith::AddIOp::create(ib, il, shared.addr,
+                                        cstI32(y, layout.ownFirst)),
+                  ownRows, ks.d, swFirst / 2, row, batch32,
+                  barrierAt(y, cstI32(y, 0)));
+      tmaLoadTile(y, ownSecondMap,
+                  arith::AddIOp::create(ib, il, shared.addr,
+                                        cstI32(y, layout.ownSecond)),
+                  ownRows, ks.dv, swSecond / 2, row, batch32,
+                  barrierAt(y, cstI32(y, 1)));
+      scf::YieldOp::create(ib, il);
+    });
+  } else {
+    scf::IfOp::create(b, loc, anyTile, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, ks.elt);
+      ownCopyFirst->copy(y, ownFirst, shared.tile,
+                         y.cstIndex(layout.ownFirst / 2), batch, own0,
+                         ownLimit, ids);
+      ownCopySecond->copy(y, ownSecond, shared.tile,
+                          y.cstIndex(layout.ownSecond / 2), batch, own0,
+                          ownLimit, ids);
+      scf::YieldOp::create(ib, il);
+    });
+  }
   for (int64_t st = 0; st < stages; ++st) {
     Value tb = fb.add(first, fb.cstIndex(st));
     loadHalf(fb, tb, /*second=*/false);
@@ -255,18 +407,16 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     Value r0 = x.mul(tb, bt);
     Value secondUnits =
         stageUnits(x, tb, stages, layout.loopSecond, layout.secondStageBytes);
-    SmallVector<Value> sAcc =
-        wgmmaProductSS(x, tile, ks.d / 16, ownFirstBase, (2 * colOwn) >> 4,
-                       loopK.at(x, firstUnitsOf(x, tb)), (2 * colTile) >> 4);
+    SmallVector<Value> sAcc = productOwnLoop(
+        x, ks.d, ownFirstBase, loopKFirst.at(x, firstUnitsOf(x, tb)));
     // _dkdv issues the previous tile's product between S^T and dP^T: it
     // completes with dP^T, so its dS^T registers are free before this
     // tile's dS^T is computed (the kernel runs at the register limit). _dq
     // issues it last, to run while dS is computed.
     if (issueOld && dkdv)
       accFirst = issueOld(x, accFirst);
-    SmallVector<Value> dpAcc =
-        wgmmaProductSS(x, tile, ks.dv / 16, ownSecondBase, (2 * colOwn) >> 4,
-                       loopK.at(x, secondUnits), (2 * colTile) >> 4);
+    SmallVector<Value> dpAcc = productOwnLoop(
+        x, ks.dv, ownSecondBase, loopKSecond.at(x, secondUnits));
     if (issueOld && !dkdv)
       accFirst = issueOld(x, accFirst);
     const int64_t pendingAfterS = issueOld ? 2 : 1;
@@ -320,9 +470,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         });
     // _dkdv: dV += P^T dO_i while dS^T is computed.
     if (dkdv)
-      accSecond =
-          wgmmaAccumulateRS(x, ks.dv, accSecond, packARegisters(x, p[0]),
-                            loopN.at(x, secondUnits));
+      accSecond = wgmmaAccumulateRS(x, ks.dv, accSecond,
+                                    packARegisters(x, p[0]),
+                                    loopNSecond.at(x, secondUnits),
+                                    nStepUnits(swSecond));
     // Groups younger than dP: _dkdv dV; _dq the previous tile's dQ.
     const int64_t pendingAfterDp = dkdv || issueOld ? 1 : 0;
     dpAcc = wgmmaWait(x, pendingAfterDp, dpAcc);
@@ -338,7 +489,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   auto accumulateFirst = [&](FragmentBuilder &x, SmallVector<Value> acc,
                              SmallVector<Value> dsRegs, Value tb) {
     return wgmmaAccumulateRS(x, ks.d, acc, dsRegs,
-                             loopN.at(x, firstUnitsOf(x, tb)));
+                             loopNFirst.at(x, firstUnitsOf(x, tb)),
+                             nStepUnits(swFirst));
   };
   // Waits for every wgmma group; returns the accumulators (tied).
   auto waitAll = [&](FragmentBuilder &x, TileResult r) {
@@ -370,10 +522,24 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(prologue.thenBlock());
     FragmentBuilder x(b, loc, ks.elt);
-    landCopies(x, 2 * stages - 2); // own tiles and tile `first` landed
+    if (tma) {
+      // The column values stored above are visible; own tiles and tile
+      // `first` landed.
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t i = 0; i < 2; ++i)
+        mbarrierWait(x, barrierAt(x, cstI32(x, i)), cstI32(x, 0));
+      waitTile(x, first);
+    } else {
+      landCopies(x, 2 * stages - 2); // own tiles and tile `first` landed
+    }
     TileResult init0 = split(init);
     TileResult r = tileStep(x, first, init0.accFirst, init0.accSecond, nullptr);
-    scf::YieldOp::create(b, loc, waitAll(x, r));
+    SmallVector<Value> yielded = waitAll(x, r);
+    // TMA: every warpgroup is done with the second half of tile `first`
+    // before the loop's first load replaces it.
+    if (tma)
+      gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc, yielded);
     b.setInsertionPointToStart(prologue.elseBlock());
     scf::YieldOp::create(b, loc, init);
   }
@@ -386,9 +552,15 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         Value prevTb = x.sub(tb, c1);
         // Tile tb landed; every warpgroup is done with the second half of
         // tile tb - 1 (its first half feeds the product issued below).
-        landCopies(x, 2 * stages - 4);
+        // TMA: the last block barrier (end of the previous iteration or of
+        // the prologue) came after every warpgroup's last use of it; each
+        // thread waits for tile tb on its barriers.
+        if (!tma)
+          landCopies(x, 2 * stages - 4);
         Value ahead = x.add(tb, x.cstIndex(stages - 1));
         loadHalf(x, ahead, /*second=*/true);
+        if (tma)
+          waitTile(x, tb);
         Value column = dkdv ? loadColumn(x, ahead) : Value();
         TileResult r =
             tileStep(x, tb, prev.accFirst, prev.accSecond,
@@ -396,10 +568,15 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                        return accumulateFirst(y, acc, prev.dsRegs, prevTb);
                      });
         SmallVector<Value> yielded = waitAll(x, r);
+        // TMA: the column values of tile `ahead` replace those of tile
+        // tb - 1, read before the last block barrier, and are read after
+        // the next one.
+        if (tma && dkdv)
+          storeColumn(x, ahead, column);
         // Every warpgroup is done with the first half of tile tb - 1.
         gpu::BarrierOp::create(lb, ll);
         loadHalf(x, ahead, /*second=*/false);
-        if (dkdv)
+        if (!tma && dkdv)
           storeColumn(x, ahead, column);
         scf::YieldOp::create(lb, ll, yielded);
       });
@@ -420,7 +597,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     b.setInsertionPointToStart(last.elseBlock());
     scf::YieldOp::create(b, loc, lastTile.accFirst);
   }
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  if (!tma)
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
 
   // dk = scale dK, dv = dV (or dq = scale dQ) for the own rows in range.
   SmallVector<Value> first8 =
