@@ -455,7 +455,8 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
                                   " value" + (rule->arity == 1 ? "" : "s") +
                                   " for '" + key + "', got " +
                                   std::to_string(values.size()));
-        if (rule->arity < 0 && values.empty())
+        // An empty batch_shape is an op without batch dims (batch 1).
+        if (rule->arity < 0 && values.empty() && key != "batch_shape")
           return fail(lineNo, "expected at least one value for '" + key + "'");
 
         auto invalid = [&](const std::string &value, const char *expected) {
@@ -1079,10 +1080,7 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
           return fail(lineNo, "duplicate key '" + key + "' (first on line " +
                                   std::to_string(it->second) + ")");
         seenAt[key] = lineNo;
-        if (key == "batch_shape") {
-          if (values.empty())
-            return fail(lineNo,
-                        "expected at least one value for 'batch_shape'");
+        if (key == "batch_shape") { // empty: no batch dims
           for (const std::string &dim : values) {
             int64_t parsed;
             if (!parseCount(dim, true, parsed))

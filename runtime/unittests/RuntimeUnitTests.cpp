@@ -265,8 +265,16 @@ static void testManifestMalformed() {
   EXPECT_ERROR(withLine("threads", "threads 2048"),
                "expected at most 1024 threads, got 2048");
   EXPECT_ERROR("", "dir/x.manifest:1: missing required key 'version'");
-  // Good variants stay good: a '?' batch dim, a comment-only line.
+  // Good variants stay good: a '?' batch dim, a comment-only line, an op
+  // without batch dims (empty batch_shape, batch 1; fa-opt writes it so).
   EXPECT_EQ(parseError(withLine("batch_shape", "batch_shape 2 ?")), "<parsed>");
+  {
+    std::string noDims = withLine("batch_shape", "batch_shape");
+    noDims.replace(noDims.find("\nbatch 16 "), 10, "\nbatch 1  ");
+    EXPECT_EQ(parseError(noDims), "<parsed>");
+    EXPECT_ERROR(withLine("batch_shape", "batch_shape"),
+                 "batch_shape has product 1, but batch is 16");
+  }
   EXPECT_EQ(parseError(std::string("   # only a comment\n") + kGoodManifest),
             "<parsed>");
 }
@@ -1040,6 +1048,16 @@ static void testBackwardManifestGood() {
   EXPECT_EQ(m.scratch[1].name, "dq_accum");
   EXPECT_EQ(m.scratch[1].dims.size(), 3u);
   EXPECT_EQ(m.kernels.size(), 3u);
+  // An op without batch dims: empty batch_shape, batch 1.
+  {
+    fa::rt::BackwardManifest noDims;
+    std::string text = backwardWith("batch_shape 2 8", "batch_shape");
+    text.replace(text.find("\nbatch 16"), 9, "\nbatch 1");
+    EXPECT_EQ(fa::rt::parseBackwardManifest(text, "dir/b.manifest", noDims),
+              FA_RT_SUCCESS);
+    EXPECT_EQ(noDims.batch, 1);
+    EXPECT_EQ(noDims.batchShape.size(), 0u);
+  }
   EXPECT_EQ(m.kernels[0].kernel, "main_attention_backward_0_delta");
   EXPECT_EQ(m.kernels[1].threads, 64);
   EXPECT_EQ(m.kernels[1].blockN, 64);
