@@ -360,7 +360,8 @@ def FAExportKernels : Pass<"fa-export-kernels", "::mlir::ModuleOp"> {
     `fa.manifests` (see `convert-fa-to-gpu`), writes `<output-dir>/<kernel>.ptx`
     (the PTX assembly of its NVVM object) and `<output-dir>/<kernel>.manifest`
     in the format of docs/ARTIFACTS.md, adding `version` (1 for a forward
-    kernel, 3 for one with `tensor_map` lines, 2 for a backward), `ptx` and
+    kernel, 3 for one with `tensor_map` lines, 2 for a backward, 4 for one
+    with `tensor_map` lines in a kernel section), `ptx` and
     `chip` (the chip of the object's `#nvvm.target`). The directory is
     created when missing. The IR is not changed.
 
