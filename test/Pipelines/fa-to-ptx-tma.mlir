@@ -19,6 +19,12 @@
 // RUN: FileCheck %s --check-prefix=BWDPTX < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/e.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_f16_d64_attention_backward_0.ptx -o %t/f.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
+// A hand-built pipeline that leaves out fa-lower-tensor-map-params: the
+// maps stay pointer params, which the manifest's tensor_map lines would
+// contradict; fa-export-kernels refuses to write it.
+// RUN: not fa-opt %s --pass-pipeline="builtin.module(convert-fa-to-gpu{tensor-cores=1 wgmma=1 tma=1 max-shared-bytes=232448},canonicalize,cse,convert-scf-to-cf,expand-strided-metadata,lower-affine,nvvm-attach-target{chip=sm_90a},gpu.module(strip-debuginfo,fa-convert-bf16-mma-sync-to-nvvm,convert-nvgpu-to-nvvm,convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa},fa-export-kernels{output-dir=%t/nolower})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOLOWER
+// NOLOWER: error: fa-export-kernels: the manifest of @[[NAME:[a-z0-9_]+]] gives kernel '[[NAME]]{{(_dkdv)?}}' {{3|4}} tensor maps, but its PTX takes 0 by-value 128-byte parameters (run fa-lower-tensor-map-params after convert-gpu-to-nvvm, as fa-to-ptx does)
+// NOLOWER-NOT: see current operation
 // tma=false: cp.async, no maps. sm_80 (no wgmma): no TMA either.
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tma=false output-dir=%t/cp" -o /dev/null
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_80 output-dir=%t/sm80" -o /dev/null

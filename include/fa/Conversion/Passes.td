@@ -368,7 +368,9 @@ def FAExportKernels : Pass<"fa-export-kernels", "::mlir::ModuleOp"> {
     Preconditions: the binaries hold PTX assembly (`gpu-module-to-binary
     format=isa`). An empty `output-dir` makes the pass a no-op. A binary
     without PTX, a missing manifest or a file that cannot be written is an
-    error.
+    error, and so is a kernel whose manifest lists `tensor_map` lines while
+    its PTX entry does not take that many by-value 128-byte parameters
+    (`fa-lower-tensor-map-params` was left out of a hand-built pipeline).
   }];
   let options = [
     Option<"outputDir", "output-dir", "std::string", /*default=*/"\"\"",

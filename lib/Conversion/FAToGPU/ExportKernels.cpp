@@ -174,6 +174,47 @@ static LogicalResult writeFile(Location loc, StringRef path,
   return success();
 }
 
+/// The kernels of `manifest` that take tensor maps, with the number of
+/// maps each takes: the forward kernel `kernel`, or the backward's kernel
+/// sections with `tensor_map` lines.
+static SmallVector<std::pair<std::string, size_t>>
+kernelsWithTensorMaps(DictionaryAttr manifest, StringRef kernel) {
+  SmallVector<std::pair<std::string, size_t>> result;
+  auto add = [&](StringRef name, DictionaryAttr dict) {
+    if (auto maps = dict.getAs<ArrayAttr>("tensor_map"); maps && !maps.empty())
+      result.emplace_back(name.str(), maps.size());
+  };
+  if (!manifest.get("op")) {
+    add(kernel, manifest);
+    return result;
+  }
+  if (auto kernels = manifest.getAs<ArrayAttr>("kernels"))
+    for (Attribute k : kernels)
+      if (auto dict = dyn_cast<DictionaryAttr>(k))
+        if (auto name = dict.getAs<StringAttr>("kernel"))
+          add(name.getValue(), dict);
+  return result;
+}
+
+/// The number of by-value 128-byte parameters (`.param .align 64 .b8
+/// <name>_param_N[128]`, the tensor maps as fa-lower-tensor-map-params
+/// leaves them) of the PTX entry `name`.
+static size_t tensorMapParamsInPtx(StringRef ptx, StringRef name) {
+  size_t entry = ptx.find((".entry " + name + "(").str());
+  if (entry == StringRef::npos)
+    return 0;
+  StringRef params = ptx.substr(entry).take_until([](char c) { return c == ')'; });
+  std::string prefix = (".param .align 64 .b8 " + name + "_param_").str();
+  size_t count = 0;
+  for (size_t pos = params.find(prefix); pos != StringRef::npos;
+       pos = params.find(prefix, pos + prefix.size()))
+    if (params.substr(pos).take_until([](char c) { return c == ','; })
+            .rtrim()
+            .ends_with("[128]"))
+      ++count;
+  return count;
+}
+
 namespace {
 
 struct FAExportKernelsPass
@@ -243,6 +284,22 @@ struct FAExportKernelsPass
       StringRef chip = cast<NVVM::NVVMTargetAttr>(ptx.getTarget()).getChip();
       // Some serializers keep a trailing NUL; PTX is text.
       StringRef text = ptx.getObject().getValue().rtrim('\0');
+      // Tensor maps: the manifest promises by-value maps, which only
+      // fa-lower-tensor-map-params makes of the kernel's pointer arguments.
+      for (auto &[name, maps] : kernelsWithTensorMaps(manifest, kernel)) {
+        size_t found = tensorMapParamsInPtx(text, name);
+        if (found != maps) {
+          mlir::emitError(binary.getLoc())
+              << "fa-export-kernels: the manifest of @" << kernel
+              << " gives kernel '" << name << "' " << maps
+              << " tensor maps, but its PTX takes " << found
+              << " by-value 128-byte parameters (run "
+                 "fa-lower-tensor-map-params after convert-gpu-to-nvvm, as "
+                 "fa-to-ptx does)";
+          return signalPassFailure();
+        }
+      }
+
       // math.exp/math.log become libdevice calls; a PTX that still declares
       // one as external would not load.
       if (size_t pos = text.find("__nv_");
