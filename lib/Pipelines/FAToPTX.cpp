@@ -146,6 +146,21 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
            chip + (!options.tensorCores ? " with tensor-cores=false"
                    : !options.wgmma     ? " with wgmma=false"
                                         : "");
+  // The producer warp and pingpong scheduling belong to the TMA forward.
+  if (options.producerWarp.getNumOccurrences() > 0 && options.producerWarp &&
+      (chip != "sm_90a" || !options.wgmma || !options.tensorCores ||
+       !options.tma))
+    return "fa-to-ptx: producer-warp=true needs the TMA wgmma kernels "
+           "(chip=sm_90a, wgmma=true, tensor-cores=true, tma=true), got "
+           "chip=" +
+           chip + (!options.tensorCores ? " with tensor-cores=false"
+                   : !options.wgmma     ? " with wgmma=false"
+                   : !options.tma       ? " with tma=false"
+                                        : "");
+  if (options.pingpong.getNumOccurrences() > 0 && options.pingpong &&
+      !options.producerWarp)
+    return "fa-to-ptx: pingpong=true needs producer-warp=true (the consumer "
+           "warpgroups must not share a block barrier)";
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;
@@ -184,6 +199,8 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.wgmma = kernel.tensorCores && options.wgmma && options.chip == "sm_90a";
   // TMA loads (the wgmma forward and backward kernels).
   kernel.tma = kernel.wgmma && options.tma;
+  kernel.producerWarp = kernel.tma && options.producerWarp;
+  kernel.pingpong = kernel.producerWarp && options.pingpong;
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());

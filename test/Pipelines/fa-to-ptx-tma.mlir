@@ -46,34 +46,86 @@
 // PTX-NEXT: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128],
 // PTX-NEXT: .param .align 64 .b8 bf16_d128_none_attention_0_param_{{[0-9]+}}[128]
 // PTX-NEXT: )
+// The producer warpgroup (fa-to-ptx's default producer-warp=true): 384
+// threads, registers moved by setmaxnreg from it (24) to the two consumer
+// warpgroups (240).
+// PTX: .maxntid 384, 1, 1
 // PTX: .shared .align 1024 .b8 __dynamic_shmem__0;
 // PTX: cvta.param.u64
 // PTX: prefetch.tensormap
-// PTX: mbarrier.init.shared::cta.b64
+// PTX: mbarrier.init.shared::cta.b64 [{{.*}}], 256;
+// PTX: setmaxnreg.dec.sync.aligned.u32 24;
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX: setmaxnreg.inc.sync.aligned.u32 240;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX: mbarrier.arrive.shared::cta.b64
 // PTX-NOT: cp.async.cg
 // PTX-NOT: cp.async.ca
 
 // MANIFEST: version 3
-// MANIFEST: shared_bytes 163880
+// MANIFEST: block_m 128
+// MANIFEST: block_n 128
+// MANIFEST: threads 384
+// MANIFEST: shared_bytes 163912
 // MANIFEST: params q k v o lse
 // MANIFEST-NEXT: tensor_map q 64 128 128
 // MANIFEST-NEXT: tensor_map k 64 128 128
 // MANIFEST-NEXT: tensor_map v 64 128 128
 // MANIFEST-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
 
+// Head dim 64 with a causal mask keeps the kernel without producer (the
+// 12-warp one spills there): 8 warps, block_n 64.
+// MANIFEST64: block_m 128
 // MANIFEST64: block_n 64
+// MANIFEST64: threads 256
 // MANIFEST64: params q k v o
 // MANIFEST64-NEXT: tensor_map q 64 128 128
 // MANIFEST64-NEXT: tensor_map k 64 64 128
 // MANIFEST64-NEXT: tensor_map v 64 64 128
-// Head dim 32: rows of 64 bytes, so 32-column boxes with the 64-byte swizzle.
+// Head dim 32: rows of 64 bytes, so 32-column boxes with the 64-byte
+// swizzle; no mask, so the producer warpgroup with three consumer
+// warpgroups (block_m 192, 512 threads) and 128-key tiles.
 // RUN: FileCheck %s --check-prefix=MANIFEST32 < %t/bf16_d32_attention_0.manifest
-// MANIFEST32: tensor_map q 32 128 64
-// MANIFEST32-NEXT: tensor_map k 32 64 64
-// MANIFEST32-NEXT: tensor_map v 32 64 64
+// MANIFEST32: block_m 192
+// MANIFEST32: block_n 128
+// MANIFEST32: threads 512
+// MANIFEST32: tensor_map q 32 192 64
+// MANIFEST32-NEXT: tensor_map k 32 128 64
+// MANIFEST32-NEXT: tensor_map v 32 128 64
+// Head dim 64 without mask: the same 12-warp shape, no spills.
+// RUN: FileCheck %s --check-prefix=MANIFEST64N < %t/bf16_d64_none_attention_0.manifest
+// RUN: %ptxas -arch=sm_90a -v %t/bf16_d64_none_attention_0.ptx -o %t/g.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// MANIFEST64N: block_m 192
+// MANIFEST64N: block_n 128
+// MANIFEST64N: threads 512
+// MANIFEST64N: tensor_map q 64 192 128
+
+// producer-warp=false gives back the 8-warp kernel with its block barrier;
+// pingpong adds the turn barriers; both assemble without spills.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a producer-warp=false output-dir=%t/np" -o /dev/null
+// RUN: FileCheck %s --check-prefix=NOPRODUCER < %t/np/bf16_d128_none_attention_0.ptx
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a pingpong=true output-dir=%t/pp" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PINGPONG < %t/pp/bf16_d128_none_attention_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/pp/bf16_d128_none_attention_0.ptx -o %t/h.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/pp/bf16_d64_none_attention_0.ptx -o %t/i.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// NOPRODUCER: .maxntid 256, 1, 1
+// NOPRODUCER-NOT: setmaxnreg
+// NOPRODUCER: bar.sync 0;
+// NOPRODUCER-NOT: setmaxnreg
+// PINGPONG: .maxntid 384, 1, 1
+// PINGPONG: setmaxnreg.inc.sync.aligned.u32 240;
+// PINGPONG: bar.arrive {{%r[0-9]+}}, 256;
+// PINGPONG: bar.sync {{%r[0-9]+}}, 256;
+// PINGPONG: wgmma.mma_async
+// PINGPONG: bar.arrive {{%r[0-9]+}}, 256;
+
+// The producer warpgroup and pingpong need the TMA kernels.
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tma=false producer-warp=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPRODUCER
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a producer-warp=false pingpong=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPINGPONG
+// ERRPRODUCER: error: fa-to-ptx: producer-warp=true needs the TMA wgmma kernels (chip=sm_90a, wgmma=true, tensor-cores=true, tma=true), got chip=sm_90a with tma=false
+// ERRPINGPONG: error: fa-to-ptx: pingpong=true needs producer-warp=true (the consumer warpgroups must not share a block barrier)
 
 // The backward kernels: _delta takes no map; _dkdv (own K, V: 128 rows;
 // Q, dO tiles of block_m = 32 rows at D 128) and _dq (own Q, dO; K, V tiles
@@ -124,6 +176,11 @@ func.func @bf16_d128_causal(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, 
 func.func @f16_d64_causal(%q: tensor<4x?x64xf16>, %k: tensor<4x?x64xf16>, %v: tensor<4x?x64xf16>) -> tensor<4x?x64xf16> {
   %o = fa.attention %q, %k, %v causal(top_left) : tensor<4x?x64xf16>, tensor<4x?x64xf16>, tensor<4x?x64xf16> -> tensor<4x?x64xf16>
   return %o : tensor<4x?x64xf16>
+}
+
+func.func @bf16_d64_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> tensor<?x?x64xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16> -> tensor<?x?x64xbf16>
+  return %o : tensor<?x?x64xbf16>
 }
 
 func.func @bf16_d32(%q: tensor<?x?x32xbf16>, %k: tensor<?x?x32xbf16>, %v: tensor<?x?x32xbf16>) -> tensor<?x?x32xbf16> {

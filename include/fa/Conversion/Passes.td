@@ -264,6 +264,24 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "lines in the manifest) instead of per-thread cp.async; ignored "
            "by ops that take another kernel (without tensor-cores and "
            "wgmma, f32, other head dims)">,
+    Option<"producerWarp", "producer-warp", "bool", /*default=*/"false",
+           "TMA wgmma forward: one more warpgroup per block (128 threads) "
+           "whose first thread issues every TMA load and whose registers "
+           "go to the consumer warpgroups (setmaxnreg: 24 per producer "
+           "thread, up to 240 per consumer); the consumers release each K/V "
+           "stage on an 'empty' mbarrier, with no block barrier in the key "
+           "loop (FlashAttention-3, Section 3.1). Default block-n with it: "
+           "128. When none of num-warps, block-m and block-n is given, head "
+           "dims up to 64 take 12 consumer warps (block-m 192), and with a "
+           "causal mask keep the 8-warp kernel without producer. Needs "
+           "`tma`; ignored by the backward and by ops that take another "
+           "kernel">,
+    Option<"pingpong", "pingpong", "bool", /*default=*/"false",
+           "TMA wgmma forward with `producer-warp` and two or more "
+           "warpgroups: the consumer warpgroups take turns issuing their "
+           "products (named barriers 1 to warpgroups), so that one's "
+           "softmax overlaps another's products (FlashAttention-3, Section "
+           "3.1, pingpong scheduling); needs `producer-warp`">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

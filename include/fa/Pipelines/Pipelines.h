@@ -100,6 +100,23 @@ struct FAToPTXPipelineOptions
                      "another kernel (f32, head dims other than 32, 64, "
                      "128) are unaffected"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> producerWarp{
+      *this, "producer-warp",
+      llvm::cl::desc("TMA wgmma forward (sm_90a): a producer warpgroup "
+                     "issues the TMA loads and gives its registers to the "
+                     "consumer warpgroups (setmaxnreg), which release K/V "
+                     "stages on mbarriers, no block barrier in the key loop "
+                     "(convert-fa-to-gpu; default shapes: 8 consumer "
+                     "warps and block-n 128; head dims up to 64: 12 warps, "
+                     "and the kernel without producer when causal); given "
+                     "as true without the TMA wgmma kernels: an error"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> pingpong{
+      *this, "pingpong",
+      llvm::cl::desc("With producer-warp: the consumer warpgroups take turns "
+                     "issuing their products (convert-fa-to-gpu); given as "
+                     "true without producer-warp: an error"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
       llvm::cl::desc("fa.attention_backward: dq from its own kernel over "

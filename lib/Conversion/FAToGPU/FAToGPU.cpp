@@ -83,9 +83,14 @@ struct KernelShape {
   int64_t wgmmaStages = 2;
   /// wgmma kernel: Q/K/V tiles by TMA from three tensor-map arguments.
   bool tma = false;
+  /// TMA wgmma kernel: a producer warp and stage-release mbarriers; with
+  /// pingpong the consumer warpgroups take turns at the tensor cores.
+  bool producerWarp = false, pingpong = false;
   int64_t numWarps = 0, mTilesPerWarp = 0;
-  /// Threads per block.
-  int64_t threads() const { return tensorCore ? 32 * numWarps : blockM; }
+  /// Threads per block (the producer warp included).
+  int64_t threads() const {
+    return tensorCore ? 32 * (numWarps + (producerWarp ? 4 : 0)) : blockM;
+  }
 };
 
 } // namespace
@@ -100,18 +105,36 @@ getTensorCoreForwardShape(const KernelShape &ks) {
       ks.hasLse,   ks.causal, ks.scale, ks.numWarps,
       ks.mTilesPerWarp, ks.blockN,
       /*qInShared=*/ks.wgmma || ks.mTilesPerWarp * ks.d > 128,
-      /*wgmma=*/ks.wgmma, /*wgmmaStages=*/ks.wgmmaStages, /*tma=*/ks.tma};
+      /*wgmma=*/ks.wgmma, /*wgmmaStages=*/ks.wgmmaStages, /*tma=*/ks.tma,
+      /*producerWarp=*/ks.producerWarp, /*pingpong=*/ks.pingpong};
 }
 
 /// Completes `ks` for the sm_90a wgmma kernel: whole warpgroups of 64
-/// query rows (block_m = 16 x num-warps, default 8 warps, at most 16) and
-/// block_n keys (default 128 for D 128, else 64; 64 also when 128 does not fit the copies, the registers or
-/// max-shared-bytes), three K/V stages when they fit, else two; fails with
-/// an op error on a shape it cannot take.
+/// query rows (block_m = 16 x num-warps, default 8 warps, at most 16; with
+/// the producer warpgroup 12 for head dims up to 64) and block_n keys
+/// (default 128 for D 128 or with the producer warpgroup, else 64; 64 also
+/// when 128 does not fit the copies, the registers or max-shared-bytes),
+/// three K/V stages when they fit, else two; fails with an op error on a
+/// shape it cannot take.
 static FailureOr<KernelShape>
 getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
               KernelShape ks) {
-  int64_t warps = options.numWarps ? options.numWarps : 8;
+  // The producer warpgroup's default shapes (measured on the H200, bf16,
+  // T 2k and 4k; docs/PERFORMANCE.md), when no shape option is given: head
+  // dims up to 64 take three consumer warpgroups and 128-key tiles (with
+  // two the block is alone on its multiprocessor and slower than the
+  // kernel without a producer); with a causal mask there they spill, and
+  // the 8-warp kernel without a producer stays the default.
+  const bool defaultShape =
+      !options.numWarps && !options.blockM && !options.blockN;
+  const bool smallHead = std::max(ks.d, ks.dv) <= 64;
+  bool producerWarp = options.producerWarp;
+  if (producerWarp && defaultShape && smallHead &&
+      ks.causal != CausalKind::none)
+    producerWarp = false;
+  int64_t warps = options.numWarps ? options.numWarps
+                  : producerWarp && smallHead && defaultShape ? 12
+                                                              : 8;
   if (options.blockM && !options.numWarps)
     warps = options.blockM / 16;
   int64_t blockM = options.blockM ? options.blockM : 16 * warps;
@@ -131,7 +154,20 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   // 255 per thread), of which the S and O accumulators (block_n / 2 and
   // Dv / 2) and the P operands (block_n / 4) must leave some 16 for
   // addresses and the softmax state, or ptxas cannot assemble the kernel.
-  const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
+  // With the producer warpgroup, the consumers get what setmaxnreg gives.
+  if ((producerWarp || options.pingpong) && !options.tma)
+    return op.emitOpError("the wgmma kernel's producer warpgroup and "
+                          "pingpong scheduling need its TMA loads (tma = "
+                          "true)");
+  if (options.pingpong && !options.producerWarp)
+    return op.emitOpError("pingpong scheduling needs the producer "
+                          "warpgroup (producer-warp = true): the consumer "
+                          "warpgroups must not share a block barrier");
+  const int64_t regBudget =
+      (producerWarp
+           ? gpukernel::consumerRegisters(warps)
+           : std::min<int64_t>(255, 65536 / (32 * warps))) -
+      16;
   auto accumulatorRegs = [&](int64_t blockN) {
     return blockN / 2 + ks.dv / 2 + blockN / 4;
   };
@@ -158,13 +194,15 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
              << blockN << ", Dv = " << ks.dv << ": "
              << accumulatorRegs(blockN)
              << " registers per thread) do not fit the " << regBudget
-             << " a thread of a " << 32 * warps
+             << " a thread of a "
+             << 32 * (warps + (producerWarp ? 4 : 0))
              << "-thread block can give them; use a smaller block-n or "
                 "fewer warps";
     blockNs.push_back(blockN);
   } else {
-    for (int64_t blockN : {ks.d == 128 ? int64_t(128) : int64_t(64),
-                           int64_t(64), int64_t(32)})
+    for (int64_t blockN :
+         {ks.d == 128 || producerWarp ? int64_t(128) : int64_t(64),
+          int64_t(64), int64_t(32)})
       if (splitsEvenly(blockN) && accumulatorRegs(blockN) <= regBudget &&
           !llvm::is_contained(blockNs, blockN))
         blockNs.push_back(blockN);
@@ -179,6 +217,9 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.tensorCore = true;
   ks.wgmma = true;
   ks.tma = options.tma;
+  ks.producerWarp = producerWarp;
+  // Turns need two or more warpgroups; with one, pingpong changes nothing.
+  ks.pingpong = producerWarp && options.pingpong && warps >= 8;
   ks.numWarps = warps;
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
@@ -788,6 +829,8 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.maxSharedBytes = maxSharedBytes;
     options.stages = stages;
     options.tma = tma;
+    options.producerWarp = producerWarp;
+    options.pingpong = pingpong;
     // Option errors at the module's location, not on the module: no dump
     // of the whole module after the message.
     if (options.stages != 0 && options.stages != 2 && options.stages != 3) {

@@ -56,14 +56,61 @@ struct TensorCoreForwardShape {
   /// last three arguments, completing on mbarriers (unpadded columns);
   /// otherwise by cp.async.
   bool tma = false;
+  /// TMA wgmma kernel: one more warpgroup (warps numWarps to numWarps + 3)
+  /// whose first thread issues every TMA load, with its registers given to
+  /// the consumers (setmaxnreg); the numWarps consumer warps release each
+  /// K/V stage on an "empty" mbarrier once their products have read it, so
+  /// the block needs no block barrier in its loop (FlashAttention-3,
+  /// Section 3.1). (ptxas budgets registers per whole warpgroup: a lone
+  /// producer warp would cost the consumers as much.)
+  bool producerWarp = false;
+  /// With producerWarp and two or more consumer warpgroups: the warpgroups
+  /// take turns issuing their products (named barriers 1, 2, ...), so that
+  /// one's softmax runs while another's products are on the tensor cores
+  /// (FlashAttention-3, Section 3.1, "pingpong scheduling").
+  bool pingpong = false;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
+  /// Threads per block: the consumer warps and the producer warpgroup.
+  int64_t threads() const { return 32 * (numWarps + (producerWarp ? 4 : 0)); }
+  /// TMA wgmma kernel: mbarriers in workgroup memory: Q, one "full" barrier
+  /// per K and per V stage, and with producerWarp one "empty" barrier per K
+  /// and per V stage.
+  int64_t numBarriers() const {
+    return tma ? 1 + (producerWarp ? 4 : 2) * wgmmaStages : 0;
+  }
   /// Bytes of one column of core matrices of a `rows`-row wgmma tile: TMA
   /// writes a box densely (rows x 16 bytes); cp.async columns are padded.
   int64_t columnBytes(int64_t rows) const {
     return tma ? rows * 16 : wgmmaColumnBytes(rows);
   }
 };
+
+/// Registers per thread of a producer warpgroup after setmaxnreg.dec
+/// (FlashAttention-3's count for two consumer warpgroups).
+inline constexpr int64_t kProducerRegisters = 24;
+
+/// Registers per thread at launch of a `threads`-thread block that ptxas
+/// fits one to a multiprocessor (65536 registers, multiples of 8 per
+/// thread, at most 255): what `.maxntid` makes it assume.
+inline int64_t launchRegisters(int64_t threads) {
+  return std::min<int64_t>(255, 65536 / threads / 8 * 8);
+}
+
+/// Registers per thread the `warps` consumer warps of a block with a
+/// producer warpgroup take by setmaxnreg.inc: the block's launch
+/// allocation less the producer's after its setmaxnreg.dec, in multiples
+/// of 8, at most 240 (setmaxnreg.inc only takes what the block gave back:
+/// asking more waits forever). At or above the launch count (one consumer
+/// warpgroup) neither setmaxnreg runs and this is the launch count.
+inline int64_t consumerRegisters(int64_t warps) {
+  const int64_t launch = launchRegisters(32 * (warps + 4));
+  if (launch >= 240)
+    return launch;
+  return std::min<int64_t>(
+      240, (launch * 32 * (warps + 4) - 128 * kProducerRegisters) /
+               (32 * warps) / 8 * 8);
+}
 
 /// TMA tiles of `columns` 2-byte elements per row are stored with the
 /// 128-byte swizzle (64-byte when a row is 64 bytes: head dim 32), in
@@ -83,7 +130,8 @@ inline constexpr llvm::StringLiteral kTensorMapParamsAttrName =
 /// Byte offsets of the tiles in the kernel's dynamic workgroup memory and
 /// its size: [Q: blockM x (D + pad),] K: blockN x (D + pad),
 /// V: blockN x (Dv + pad), 2-byte elements. With TMA, the mbarriers (8
-/// bytes each: Q, the K stages, the V stages) follow at barrierOffset.
+/// bytes each, TensorCoreForwardShape::numBarriers) follow at
+/// barrierOffset.
 struct TensorCoreSharedLayout {
   int64_t qOffset, kOffset, vOffset, barrierOffset, bytes;
 };
@@ -100,7 +148,7 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
         l.kOffset + ks.wgmmaStages * ks.d / 8 * ks.columnBytes(ks.blockN);
     l.barrierOffset =
         l.vOffset + ks.wgmmaStages * ks.dv / 8 * ks.columnBytes(ks.blockN);
-    l.bytes = l.barrierOffset + (ks.tma ? 8 * (1 + 2 * ks.wgmmaStages) : 0);
+    l.bytes = l.barrierOffset + 8 * ks.numBarriers();
     return l;
   }
   l.kOffset =

@@ -61,7 +61,16 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     const TensorCoreForwardShape &ks) {
   FragmentBuilder fb(b, loc, ks.elt);
   Type f32 = fb.f32, i32 = b.getI32Type(), i64 = b.getI64Type();
-  const int64_t W = ks.numWarps, threads = 32 * W;
+  const int64_t W = ks.numWarps, threads = 32 * W; // consumer threads
+  // A producer warp (warp W) issues the loads; the consumers release the
+  // stages on "empty" mbarriers (ks.tma is set with it).
+  const bool producer = ks.producerWarp;
+  const int64_t warpgroups = W / 4;
+  const bool pingpong = ks.pingpong && warpgroups > 1;
+  // Registers move from the producer warpgroup to the consumers unless the
+  // launch count already gives the consumers what they may take.
+  const bool reallocate =
+      producer && consumerRegisters(W) > launchRegisters(ks.threads());
   const int64_t blockM = 16 * W, blockN = ks.blockN;
   const int64_t dChunks = ks.d / 16; // k16 steps of S = Q K^T
   const int64_t sTiles = blockN / 8; // n8 slices of S
@@ -164,11 +173,15 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         cstI32(x, layout.barrierOffset + 8 * index));
   };
   // The barrier of stage jb % stages of K (or V) and the parity of block
-  // jb's phase on it.
-  auto stageBarrier = [&](FragmentBuilder &x, Value jb, bool isV) {
+  // jb's phase on it: the "full" barriers (the tile landed), or with the
+  // producer warp the "empty" ones (every consumer thread is done with
+  // the tile: 32 W arrivals per phase) after them.
+  auto stageBarrier = [&](FragmentBuilder &x, Value jb, bool isV,
+                          bool empty = false) {
     Value stage = arith::RemUIOp::create(x.b, x.loc, jb, x.cstIndex(stages));
     Value bar = arith::AddIOp::create(
-        x.b, x.loc, barrier(x, isV ? 1 + stages : 1),
+        x.b, x.loc,
+        barrier(x, 1 + (isV ? stages : 0) + (empty ? 2 * stages : 0)),
         arith::MulIOp::create(x.b, x.loc, toI32(x, stage), cstI32(x, 8)));
     Value use = arith::DivUIOp::create(x.b, x.loc, jb, x.cstIndex(stages));
     Value parity = arith::RemUIOp::create(x.b, x.loc, toI32(x, use),
@@ -179,12 +192,9 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value batch32 = ks.tma ? toI32(fb, batch) : Value();
   // Thread 0 issues the TMA load of K (or V) block jb into its stage when
   // jb is a block this query block visits.
-  auto tmaStage = [&](FragmentBuilder &x, Value jb, bool isV) {
-    Value issue = arith::AndIOp::create(
-        x.b, x.loc, isThread0,
-        x.cmpI(arith::CmpIPredicate::slt, jb, numKeyBlocks));
-    scf::IfOp::create(x.b, x.loc, issue, [&](OpBuilder &ib, Location il) {
-      FragmentBuilder y(ib, il, x.elt);
+  auto tmaIssue = [&](FragmentBuilder &y, Value jb, bool isV) {
+      OpBuilder &ib = y.b;
+      Location il = y.loc;
       Value stage = arith::RemUIOp::create(ib, il, jb, y.cstIndex(stages));
       int64_t offset = isV ? layout.vOffset : layout.kOffset;
       int64_t stageBytes = isV ? vStageBytes : kStageBytes;
@@ -197,8 +207,49 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                   (isV ? swizzleV : swizzleQK) / 2,
                   toI32(y, y.mul(jb, y.cstIndex(blockN))), batch32,
                   stageBarrier(y, jb, isV).first);
+  };
+  auto tmaStage = [&](FragmentBuilder &x, Value jb, bool isV) {
+    Value issue = arith::AndIOp::create(
+        x.b, x.loc, isThread0,
+        x.cmpI(arith::CmpIPredicate::slt, jb, numKeyBlocks));
+    scf::IfOp::create(x.b, x.loc, issue, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, x.elt);
+      tmaIssue(y, jb, isV);
       scf::YieldOp::create(ib, il);
     });
+  };
+  // Producer warp: thread 0 of warp W waits until the consumers released
+  // the stage's previous tile (block jb - stages; the first use of a stage
+  // waits on parity 1 of a fresh barrier, which passes at once), then
+  // issues the load of block jb.
+  auto produceStage = [&](FragmentBuilder &y, Value jb, bool isV) {
+    auto [bar, parity] = stageBarrier(y, jb, isV, /*empty=*/true);
+    mbarrierWait(y, bar,
+                 arith::XOrIOp::create(y.b, y.loc, parity, cstI32(y, 1)));
+    tmaIssue(y, jb, isV);
+  };
+  // Consumers: every thread's arrival on the stage of block jb once its
+  // products have read the tile (after their wgmma wait).
+  auto releaseStage = [&](FragmentBuilder &x, Value jb, bool isV) {
+    if (producer)
+      mbarrierArrive(x, stageBarrier(x, jb, isV, /*empty=*/true).first);
+  };
+  // Pingpong: warpgroup w waits for its turn (named barrier 1 + w, its
+  // 128 threads and the previous warpgroup's), issues its products, then
+  // passes the turn to warpgroup w + 1 (cyclically).
+  auto turnId = [&](FragmentBuilder &x, Value wg) {
+    return toI32(x, x.add(wg, x.cstIndex(1)));
+  };
+  auto takeTurn = [&](FragmentBuilder &x) {
+    if (pingpong)
+      namedBarrierSync(x, turnId(x, warpgroup), 256);
+  };
+  auto passTurn = [&](FragmentBuilder &x) {
+    if (!pingpong)
+      return;
+    Value next = arith::RemUIOp::create(
+        x.b, x.loc, x.add(warpgroup, x.cstIndex(1)), x.cstIndex(warpgroups));
+    namedBarrierArrive(x, turnId(x, next), 256);
   };
   auto waitStage = [&](FragmentBuilder &x, Value jb, bool isV) {
     auto [bar, parity] = stageBarrier(x, jb, isV);
@@ -270,13 +321,36 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       FragmentBuilder y(ib, il, fb.elt);
       inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{kMap});
       inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{vMap});
-      for (int64_t i = 0; i < 1 + 2 * stages; ++i)
-        mbarrierInit(y, barrier(y, i));
+      for (int64_t i = 0; i < ks.numBarriers(); ++i)
+        mbarrierInit(y, barrier(y, i), i > 2 * stages ? threads : 1);
       inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
       scf::YieldOp::create(ib, il);
     });
     gpu::BarrierOp::create(b, loc);
-    Value issueQ = arith::AndIOp::create(b, loc, isThread0, anyBlock);
+    // Producer warpgroup (threads 32 W on): gives back registers for the
+    // consumers (setmaxnreg, PTX ISA 8.0; every warp of a warpgroup runs
+    // it), then its first thread issues the loads.
+    scf::IfOp producers;
+    if (producer) {
+      producers = scf::IfOp::create(
+          b, loc,
+          fb.cmpI(arith::CmpIPredicate::uge, ids.tid, fb.cstIndex(threads)),
+          /*withElseRegion=*/false);
+      b.setInsertionPoint(producers.thenBlock()->getTerminator());
+      if (reallocate)
+        inlinePtx(fb,
+                  ("setmaxnreg.dec.sync.aligned.u32 " +
+                   Twine(kProducerRegisters) + ";")
+                      .str(),
+                  {}, ValueRange{});
+    }
+    // The issuing thread: thread 0, or thread 0 of the producer warpgroup.
+    Value issueQ = arith::AndIOp::create(
+        b, loc,
+        producer ? fb.cmpI(arith::CmpIPredicate::eq, ids.tid,
+                           fb.cstIndex(threads))
+                 : isThread0,
+        anyBlock);
     scf::IfOp::create(b, loc, issueQ, [&](OpBuilder &ib, Location il) {
       FragmentBuilder y(ib, il, fb.elt);
       tmaLoadTile(y, qMap,
@@ -284,16 +358,45 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                                         cstI32(y, layout.qOffset)),
                   blockM, ks.d, swizzleQK / 2, toI32(y, i0), batch32,
                   barrier(y, 0));
+      // The producer goes on with every K and V tile, each once its stage
+      // is free.
+      if (producer)
+        scf::ForOp::create(
+            ib, il, c0, numKeyBlocks, c1, ValueRange{},
+            [&](OpBuilder &pb, Location pl, Value jb, ValueRange) {
+              FragmentBuilder z(pb, pl, fb.elt);
+              produceStage(z, jb, /*isV=*/false);
+              produceStage(z, jb, /*isV=*/true);
+              scf::YieldOp::create(pb, pl);
+            });
       scf::YieldOp::create(ib, il);
     });
+    if (producer)
+      b.setInsertionPointAfter(producers);
   } else {
     CanonicalCopy::plan(fb, blockM, ks.d, threads, ids)
         .copy(fb, q, tile, fb.cstIndex(layout.qOffset / 2), batch, i0, tq,
               ids);
   }
-  for (int64_t j = 0; j < stages; ++j) {
-    loadTile(fb, fb.cstIndex(j), /*isV=*/false);
-    loadTile(fb, fb.cstIndex(j), /*isV=*/true);
+  // With the producer warp, the rest of the kernel is the consumers'.
+  scf::IfOp consumers;
+  if (producer) {
+    consumers = scf::IfOp::create(
+        b, loc, fb.cmpI(arith::CmpIPredicate::ult, ids.tid,
+                        fb.cstIndex(threads)),
+        /*withElseRegion=*/false);
+    b.setInsertionPoint(consumers.thenBlock()->getTerminator());
+    if (reallocate)
+      inlinePtx(fb,
+                ("setmaxnreg.inc.sync.aligned.u32 " +
+                 Twine(consumerRegisters(W)) + ";")
+                    .str(),
+                {}, ValueRange{});
+  } else {
+    for (int64_t j = 0; j < stages; ++j) {
+      loadTile(fb, fb.cstIndex(j), /*isV=*/false);
+      loadTile(fb, fb.cstIndex(j), /*isV=*/true);
+    }
   }
 
   // Loop-carried: O accumulator tiles, m and l of rows g / g + 8, and the
@@ -328,13 +431,27 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     } else {
       landCopies(x, 2 * stages - 1); // (Q, K_0) landed
     }
+    // Pingpong: the last warpgroup hands the first its first turn.
+    if (pingpong) {
+      Value last = x.cmpI(arith::CmpIPredicate::eq, warpgroup,
+                          x.cstIndex(warpgroups - 1));
+      scf::IfOp::create(b, loc, last, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, x.elt);
+        namedBarrierArrive(y, cstI32(y, 1), 256);
+        scf::YieldOp::create(ib, il);
+      });
+    }
+    takeTurn(x);
     SmallVector<Value> sAcc = issueS(x, c0);
+    passTurn(x);
     sAcc = wgmmaWait(x, 0, sAcc);
+    releaseStage(x, c0, /*isV=*/false);
     Softmax sm = softmax(x, sAcc, c0, {init[mBase], init[mBase + 1]},
                          {init[lBase], init[lBase + 1]});
     // TMA: every warpgroup is done with K_0 before K_s replaces it (in the
-    // loop, the previous iteration's barrier gives this).
-    if (ks.tma)
+    // loop, the previous iteration's barrier gives this). The producer
+    // warp waits for the release instead.
+    if (ks.tma && !producer)
       gpu::BarrierOp::create(b, loc);
     SmallVector<Value> yielded(init.begin(), init.begin() + oTiles);
     llvm::append_range(yielded, sm.step.m);
@@ -362,20 +479,29 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         Value ahead = x.add(jb, x.cstIndex(stages - 1));
         if (!ks.tma)
           landCopies(x, 2 * stages - 3);
-        loadTile(x, ahead, /*isV=*/false);
+        if (!producer)
+          loadTile(x, ahead, /*isV=*/false);
 
         // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
-        // softmax while the P V group is on the tensor cores.
+        // softmax while the P V group is on the tensor cores. (Producer
+        // warp: both tiles are waited for before the turn is taken, and
+        // each stage is released once its product is done.)
         if (ks.tma)
           waitStage(x, jb, /*isV=*/false);
+        if (producer)
+          waitStage(x, x.sub(jb, c1), /*isV=*/true);
+        takeTurn(x);
         SmallVector<Value> sAcc = issueS(x, jb);
-        if (ks.tma)
+        if (ks.tma && !producer)
           waitStage(x, x.sub(jb, c1), /*isV=*/true);
         SmallVector<Value> oAcc =
             issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
+        passTurn(x);
         sAcc = wgmmaWait(x, 1, sAcc);
+        releaseStage(x, jb, /*isV=*/false);
         Softmax sm = softmax(x, sAcc, jb, m, l);
         oAcc = wgmmaWait(x, 0, oAcc);
+        releaseStage(x, x.sub(jb, c1), /*isV=*/true);
         SmallVector<Value> newAcc = toTiles(x, oAcc);
 
         // O *= alpha_j where some row's max moved (else alpha = 1).
@@ -383,8 +509,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                           sm.step.alphas);
 
         // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
-        gpu::BarrierOp::create(lb, ll);
-        loadTile(x, ahead, /*isV=*/true);
+        if (!producer) {
+          gpu::BarrierOp::create(lb, ll);
+          loadTile(x, ahead, /*isV=*/true);
+        }
 
         SmallVector<Value> yielded = newAcc;
         llvm::append_range(yielded, sm.step.m);
@@ -409,8 +537,20 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                            loop.getResults().begin() + oTiles);
     SmallVector<Value> pLast(loop.getResults().begin() + pBase,
                              loop.getResults().end());
+    takeTurn(x);
     SmallVector<Value> oAcc =
         issuePV(x, toScalars(x, acc), pLast, x.sub(numKeyBlocks, c1));
+    // Pingpong: every turn taken was passed, except the last warpgroup's
+    // last (its first-turn gift to the first warpgroup balances it).
+    if (pingpong) {
+      Value notLast = x.cmpI(arith::CmpIPredicate::ne, warpgroup,
+                             x.cstIndex(warpgroups - 1));
+      scf::IfOp::create(b, loc, notLast, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, x.elt);
+        passTurn(y);
+        scf::YieldOp::create(ib, il);
+      });
+    }
     oAcc = wgmmaWait(x, 0, oAcc);
     scf::YieldOp::create(b, loc, toTiles(x, oAcc));
     b.setInsertionPointToStart(last.elseBlock());
@@ -425,5 +565,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         fb, SmallVector<Value>(last.getResults()), loop.getResult(mBase + h),
         loop.getResult(lBase + h), h, [&] { return rowOf(fb, h); }, tq, o, lse,
         batch, t, t2);
+  if (producer)
+    b.setInsertionPointAfter(consumers);
   gpu::ReturnOp::create(b, loc);
 }

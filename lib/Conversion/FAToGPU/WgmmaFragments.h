@@ -342,10 +342,34 @@ inline Value toI32(FragmentBuilder &x, Value v) {
   return arith::IndexCastOp::create(x.b, x.loc, x.b.getI32Type(), v);
 }
 
-/// Initializes the mbarrier at shared address `bar` (i32) to expect one
-/// arrival per phase.
-inline void mbarrierInit(FragmentBuilder &x, Value bar) {
-  inlinePtx(x, "mbarrier.init.shared::cta.b64 [$0], 1;", {}, ValueRange{bar});
+/// Initializes the mbarrier at shared address `bar` (i32) to expect
+/// `arrivals` arrivals per phase.
+inline void mbarrierInit(FragmentBuilder &x, Value bar, int64_t arrivals = 1) {
+  inlinePtx(x,
+            ("mbarrier.init.shared::cta.b64 [$0], " + Twine(arrivals) + ";")
+                .str(),
+            {}, ValueRange{bar});
+}
+
+/// One arrival of the calling thread on the mbarrier at `bar` (i32), with
+/// release semantics: its earlier reads of workgroup memory happen before
+/// the phase completes.
+inline void mbarrierArrive(FragmentBuilder &x, Value bar) {
+  inlinePtx(x, "mbarrier.arrive.shared::cta.b64 _, [$0];", {},
+            ValueRange{bar});
+}
+
+/// Named barrier `id` (i32, 1 to 15; 0 is the block barrier) over
+/// `threads` threads: `bar.sync` waits until that many have arrived (the
+/// caller's warp included), `bar.arrive` counts the caller's warp and goes
+/// on (PTX ISA, "bar, barrier").
+inline void namedBarrierSync(FragmentBuilder &x, Value id, int64_t threads) {
+  inlinePtx(x, ("bar.sync $0, " + Twine(threads) + ";").str(), {},
+            ValueRange{id});
+}
+inline void namedBarrierArrive(FragmentBuilder &x, Value id, int64_t threads) {
+  inlinePtx(x, ("bar.arrive $0, " + Twine(threads) + ";").str(), {},
+            ValueRange{id});
 }
 
 /// Blocks the thread until the phase of parity `parity` (i32, 0 or 1) of the

@@ -7,6 +7,10 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=CPASYNC
 // stages=3 given: D 128 keeps block_n 128 with three stages.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 stages=3" | FileCheck %s --check-prefix=STAGES3
+// producer-warp=1: the first op (D 64, causal, default shape) keeps the
+// kernel without producer; the second gets the producer warpgroup.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s --check-prefix=PRODUCER
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 pingpong=1" | FileCheck %s --check-prefix=PINGPONG
 // CPASYNC-NOT: tensor_map
 // CPASYNC: nvgpu.device_async_copy
 // CPASYNC-NOT: cp.async.bulk.tensor
@@ -111,6 +115,79 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %{{.+}}, %c0_i32
 // CHECK: arith.constant 16384 : i32
 // CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %{{.+}}, %c64_i32
+// The producer warpgroup (warps 8 to 11: 384 threads): 4 more mbarriers
+// ("empty", one per K and V stage, 256 consumer arrivals per phase) after
+// the 5 "full" ones: 163912 bytes. Thread 256 gives its warpgroup's
+// registers away, loads Q, then per key block waits for the stage's
+// release (parity flipped: a fresh stage passes) and loads K, then V; the
+// consumers (threads below 256) take 240 registers each and arrive on the
+// stage's empty barrier after the wgmma wait that read it; no block
+// barrier after the initial one.
+// PRODUCER-LABEL: module attributes
+// PRODUCER-SAME: block_m = 128 : i64, block_n = 64 : i64
+// PRODUCER-SAME: threads = 256 : i64
+// PRODUCER-NOT: setmaxnreg
+// PRODUCER-LABEL: module attributes
+// PRODUCER-SAME: block_m = 128 : i64, block_n = 128 : i64
+// PRODUCER-SAME: shared_bytes = 163912 : i64
+// PRODUCER-SAME: threads = 384 : i64
+// PRODUCER: known_block_size = array<i32: 384, 1, 1>
+// PRODUCER-COUNT-5: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// PRODUCER-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], 256;"
+// PRODUCER: gpu.barrier
+// PRODUCER-NOT: gpu.barrier
+// PRODUCER: %[[PRODUCERS:.+]] = arith.cmpi uge, %{{.+}}, %c256
+// PRODUCER: scf.if %[[PRODUCERS]] {
+// PRODUCER-NEXT: "setmaxnreg.dec.sync.aligned.u32 24;"
+// PRODUCER: %c32768_i32
+// PRODUCER: scf.for
+// PRODUCER: arith.xori %{{.+}}, %c1_i32
+// PRODUCER-NEXT: mbarrier.try_wait.parity
+// PRODUCER: cp.async.bulk.tensor.3d
+// PRODUCER: arith.xori %{{.+}}, %c1_i32
+// PRODUCER-NEXT: mbarrier.try_wait.parity
+// PRODUCER: cp.async.bulk.tensor.3d
+// PRODUCER: %[[CONSUMERS:.+]] = arith.cmpi ult, %{{.+}}, %c256
+// PRODUCER: scf.if %[[CONSUMERS]] {
+// PRODUCER-NEXT: "setmaxnreg.inc.sync.aligned.u32 240;"
+// PRODUCER-NOT: cp.async.bulk.tensor
+// PRODUCER: "wgmma.wait_group.sync.aligned 0;"
+// PRODUCER-NOT: wgmma.mma_async
+// PRODUCER: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// PRODUCER: scf.for
+// PRODUCER: "wgmma.wait_group.sync.aligned 1;"
+// PRODUCER: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// PRODUCER: "wgmma.wait_group.sync.aligned 0;"
+// PRODUCER: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// PRODUCER-NOT: gpu.barrier
+// PRODUCER-NOT: cp.async.bulk.tensor
+// PRODUCER: gpu.return
+// Pingpong: the last warpgroup's first-turn gift to warpgroup 0 (barrier
+// 1), then in the prologue, each loop iteration and the last P V: wait
+// for the turn, issue, pass it on.
+// PINGPONG-LABEL: module attributes
+// PINGPONG-NOT: bar.sync
+// PINGPONG-LABEL: module attributes
+// PINGPONG-SAME: threads = 384 : i64
+// PINGPONG: "bar.arrive $0, 256;", "r" %c1_i32
+// PINGPONG: "bar.sync $0, 256;"
+// PINGPONG: wgmma.mma_async
+// PINGPONG: "bar.arrive $0, 256;"
+// PINGPONG: "wgmma.wait_group.sync.aligned 0;"
+// PINGPONG: scf.for
+// PINGPONG: "bar.sync $0, 256;"
+// PINGPONG: wgmma.mma_async
+// PINGPONG: "bar.arrive $0, 256;"
+// PINGPONG: "wgmma.wait_group.sync.aligned 1;"
+// PINGPONG: scf.yield
+// PINGPONG: "bar.sync $0, 256;"
+// PINGPONG: wgmma.mma_async
+// PINGPONG: arith.cmpi ne
+// PINGPONG-NEXT: scf.if
+// PINGPONG: arith.remui
+// PINGPONG: "bar.arrive $0, 256;"
+// PINGPONG-NEXT: }
+// PINGPONG: gpu.return
 func.func @f16_d128(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
   return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>
