@@ -99,8 +99,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     bytes), three K/V stages when they fit in `max-shared-bytes`, else two
     (`stages` fixes the count).
     With `tma` (fa-to-ptx's default on sm_90a) the tiles arrive by TMA
-    instead (FlashAttention-3, Section 3.1, without the producer warp):
-    thread 0 issues `cp.async.bulk.tensor.3d` per box of one swizzle row
+    instead (FlashAttention-3, Section 3.1): thread 0 issues `cp.async.bulk.tensor.3d` per box of one swizzle row
     (64 columns with the 128-byte swizzle; 32 and 64-byte at head dim 32)
     from the tensor maps of q, k and v, three `!llvm.ptr` arguments after
     the memrefs (the function attribute `fa.tensor_map_params = 3`; see
@@ -109,9 +108,24 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     on which every thread waits before the tile's product; wgmma reads the
     swizzled tiles through swizzled descriptors. Two stages at block-n 128,
     else three when they fit; the K/V tiles need not split over the warps.
-    Default block-n: 128 for D 128, else 64 (the next of 64 and 32 when the
-    tile does not split over the warps, its accumulators do not fit the
-    registers or its stages do not fit). Errors on the op: num-warps other
+    With `producer-warp` (fa-to-ptx's default) the block has one more
+    warpgroup (threads 32 x num-warps on; manifest `threads` counts it):
+    it lowers its registers to 24 (`setmaxnreg.dec`) and its first thread
+    loads Q, then K_j and V_j of every visited key block, each after
+    waiting on the stage's "empty" mbarrier (32 x num-warps arrivals per
+    phase); the consumer warps raise theirs to what the launch left
+    (`setmaxnreg.inc`: 240 for 8 consumer warps, 160 for 12, 112 for 16;
+    none for 4) and arrive on a stage's empty barrier after the wgmma wait
+    that read it; no block barrier after the initial one. With `pingpong`
+    as well, warpgroup w waits on named barrier 1 + w before issuing its
+    products and then arrives on the next warpgroup's (256 threads each).
+    Default block-n: 128 for D 128 or with the producer warpgroup, else 64
+    (the next of 64 and 32 when the tile does not split over the warps, its
+    accumulators do not fit the registers or its stages do not fit).
+    Default num-warps: 8; with the producer warpgroup and no shape option,
+    12 for head dims up to 64 without mask (with a causal mask there, no
+    producer warpgroup). Errors on the op: producer-warp or pingpong
+    without tma, pingpong without producer-warp; num-warps other
     than 4, 8, 12 or 16 (also when derived from block-m) or block-m not
     16 x num-warps; block-n not a multiple of 16 or over 256; without
     `tma`, a K/V tile whose 8-row x 32-column groups do not split evenly
