@@ -97,6 +97,10 @@ def _parser():
     c.add_argument("--tma", choices=("true", "false"),
                    help="sm_90a wgmma forward: Q/K/V loads by TMA (passed as "
                         "fa-to-ptx's tma=; default: fa-to-ptx's default)")
+    c.add_argument("--producer-warp", choices=("true", "false"),
+                   help="sm_90a TMA wgmma forward: a producer warpgroup "
+                        "issues the loads (passed as fa-to-ptx's "
+                        "producer-warp=; default: fa-to-ptx's default)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -123,7 +127,10 @@ def _compile(args, sub) -> int:
     options = CompileOptions(chip=args.chip, block_m=args.block_m,
                              block_n=args.block_n,
                              tma=None if args.tma is None
-                             else args.tma == "true")
+                             else args.tma == "true",
+                             producer_warp=None
+                             if args.producer_warp is None
+                             else args.producer_warp == "true")
     configs = []
     for dtype, d, dv, causal, scale in itertools.product(
             args.dtype, args.head_dim, args.head_dim_v, args.causal,

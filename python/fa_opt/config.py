@@ -163,12 +163,17 @@ class CompileOptions:
     # The sm_90a wgmma forward's Q/K/V loads by TMA (`tma=true|false`); None
     # keeps fa-to-ptx's default.
     tma: Optional[bool] = None
+    # The sm_90a TMA wgmma forward's producer warpgroup
+    # (`producer-warp=true|false`); None keeps fa-to-ptx's default.
+    producer_warp: Optional[bool] = None
     extra: tuple = field(default=())  # further "key=value" pipeline options
 
     def __post_init__(self):
-        if self.tma is not None and not isinstance(self.tma, bool):
-            raise TypeError(f"tma must be True, False or None, got "
-                            f"{self.tma!r}")
+        for name in ("tma", "producer_warp"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{name} must be True, False or None, got "
+                                f"{value!r}")
 
     def pipeline_options(self) -> list:
         """The ``key=value`` options of ``--fa-to-ptx``, output-dir excluded."""
@@ -181,6 +186,9 @@ class CompileOptions:
             opts.append(f"features={self.features}")
         if self.tma is not None:
             opts.append(f"tma={'true' if self.tma else 'false'}")
+        if self.producer_warp is not None:
+            opts.append("producer-warp="
+                        f"{'true' if self.producer_warp else 'false'}")
         opts.extend(self.extra)
         return opts
 

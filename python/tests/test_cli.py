@@ -44,6 +44,8 @@ def _error_line(err):
     (["compile", "--chip", "sm_100"], "argument --chip: invalid choice: 'sm_100'"),
     (["compile", "--chip", "bogus"], "argument --chip: invalid choice"),
     (["compile", "--tma", "yes"], "argument --tma: invalid choice: 'yes'"),
+    (["compile", "--producer-warp", "1"],
+     "argument --producer-warp: invalid choice: '1'"),
     (["compile", "--out", "/proc/nope"], "argument --out: cannot create directory '/proc/nope'"),
     (["list", "/nonexistent"], "error: no such directory '/nonexistent'"),
 ])
@@ -139,11 +141,14 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, option", [
     ([], None), (["--tma", "true"], "tma=true"), (["--tma", "false"], "tma=false"),
+    (["--producer-warp", "false"], "producer-warp=false"),
+    (["--producer-warp", "true"], "producer-warp=true"),
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
-    """--tma becomes fa-to-ptx's tma= option; without it, fa-to-ptx's
-    default applies (nothing passed)."""
+    """--tma and --producer-warp become fa-to-ptx's tma= and
+    producer-warp= options; without them, fa-to-ptx's defaults apply
+    (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
     tool.write_text("#!/bin/sh\n"
@@ -157,8 +162,9 @@ def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
     assert rc == 1
     pipeline = [w for w in log.read_text().split() if "--fa-to-ptx" in w]
     assert len(pipeline) == 1, log.read_text()
-    tma = [w for w in log.read_text().split() if w.startswith("tma=")]
-    assert tma == ([option] if option else [])
+    passed = [w for w in log.read_text().split()
+              if w.startswith(("tma=", "producer-warp="))]
+    assert passed == ([option] if option else [])
 
 
 def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root):

@@ -64,6 +64,16 @@ def test_compile_options_command_line():
     assert CompileOptions(**CompileOptions(tma=True).to_dict()).tma is True
     with pytest.raises(TypeError, match="tma must be True, False or None"):
         CompileOptions(tma="false")
+    # producer_warp likewise.
+    assert CompileOptions(producer_warp=False).pipeline_options() == \
+        ["chip=sm_90a", "producer-warp=false"]
+    assert CompileOptions(tma=True, producer_warp=True).pipeline_options() \
+        == ["chip=sm_90a", "tma=true", "producer-warp=true"]
+    assert CompileOptions(
+        **CompileOptions(producer_warp=False).to_dict()).producer_warp is False
+    with pytest.raises(TypeError,
+                       match="producer_warp must be True, False or None"):
+        CompileOptions(producer_warp=1)
 
 
 def test_chip_for_capability():

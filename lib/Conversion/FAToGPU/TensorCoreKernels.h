@@ -228,6 +228,9 @@ struct WgmmaBackwardShape {
   bool tma = false;
 
   int64_t ownRows() const { return 16 * numWarps; }
+  /// TMA: the mbarriers (own first, own second, one per stage of each loop
+  /// tile half).
+  int64_t numBarriers() const { return tma ? 2 + 2 * stages : 0; }
   /// Bytes of a `rows` x `cols` tile of 2-byte elements in workgroup
   /// memory: dense (TMA, swizzled) or in padded columns of core matrices
   /// (cp.async).
@@ -263,7 +266,7 @@ inline WgmmaBackwardLayout wgmmaBackwardLayout(const WgmmaBackwardShape &ks) {
   l.columnValues = l.loopSecond + ks.stages * l.secondStageBytes;
   l.barrierOffset =
       l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
-  l.bytes = l.barrierOffset + (ks.tma ? 8 * (2 + 2 * ks.stages) : 0);
+  l.bytes = l.barrierOffset + 8 * ks.numBarriers();
   return l;
 }
 

@@ -325,7 +325,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       FragmentBuilder y(ib, il, ks.elt);
       for (Value map : {loopFirstMap, loopSecondMap})
         inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{map});
-      for (int64_t i = 0; i < 2 + 2 * stages; ++i)
+      for (int64_t i = 0; i < ks.numBarriers(); ++i)
         mbarrierInit(y, barrierAt(y, cstI32(y, i)));
       inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
       scf::YieldOp::create(ib, il);
