@@ -83,11 +83,11 @@ struct KernelShape {
   int64_t wgmmaStages = 2;
   /// wgmma kernel: Q/K/V tiles by TMA from three tensor-map arguments.
   bool tma = false;
-  /// TMA wgmma kernel: a producer warp and stage-release mbarriers; with
+  /// TMA wgmma kernel: a producer warpgroup and stage-release mbarriers; with
   /// pingpong the consumer warpgroups take turns at the tensor cores.
   bool producerWarp = false, pingpong = false;
   int64_t numWarps = 0, mTilesPerWarp = 0;
-  /// Threads per block (the producer warp included).
+  /// Threads per block (the producer warpgroup included).
   int64_t threads() const {
     return tensorCore ? 32 * (numWarps + (producerWarp ? 4 : 0)) : blockM;
   }

@@ -42,6 +42,17 @@
 // K = keys): cores adjacent along keys are 128 bytes apart (leading), along
 // the head dim col (stride). See CanonicalCopy for the cp.async mapping.
 //
+// With `producer-warp` (TMA only; FlashAttention-3, Section 3.1) the block
+// has one more warpgroup, warps W to W + 3 after the W consumer warps. It
+// lowers its registers to kProducerRegisters (setmaxnreg.dec) and its
+// first thread loads Q, then K_j and V_j for every visited key block,
+// each after waiting on its stage's "empty" mbarrier; the consumers raise
+// theirs (setmaxnreg.inc, consumerRegisters) and arrive on a stage's
+// empty barrier (every consumer thread) after the wgmma wait that read
+// it, so the key loop has no block barrier and the warpgroups drift
+// apart. With `pingpong` the consumer warpgroups also take turns issuing
+// their products (named barriers 1 + w).
+//
 // wgmma, its fences and the commit/wait are inline PTX (MLIR 22's
 // nvvm.wgmma.mma_async takes A only from workgroup memory); the fence and
 // the wait take the accumulators as tied operands so that no register
@@ -62,8 +73,9 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   FragmentBuilder fb(b, loc, ks.elt);
   Type f32 = fb.f32, i32 = b.getI32Type(), i64 = b.getI64Type();
   const int64_t W = ks.numWarps, threads = 32 * W; // consumer threads
-  // A producer warp (warp W) issues the loads; the consumers release the
-  // stages on "empty" mbarriers (ks.tma is set with it).
+  // A producer warpgroup (warps W to W + 3) issues the loads; the
+  // consumers release the stages on "empty" mbarriers (ks.tma is set with
+  // it).
   const bool producer = ks.producerWarp;
   const int64_t warpgroups = W / 4;
   const bool pingpong = ks.pingpong && warpgroups > 1;
@@ -174,8 +186,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   };
   // The barrier of stage jb % stages of K (or V) and the parity of block
   // jb's phase on it: the "full" barriers (the tile landed), or with the
-  // producer warp the "empty" ones (every consumer thread is done with
-  // the tile: 32 W arrivals per phase) after them.
+  // producer warpgroup the "empty" ones (every consumer thread is done
+  // with the tile: 32 W arrivals per phase) after them.
   auto stageBarrier = [&](FragmentBuilder &x, Value jb, bool isV,
                           bool empty = false) {
     Value stage = arith::RemUIOp::create(x.b, x.loc, jb, x.cstIndex(stages));
@@ -193,20 +205,18 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // Thread 0 issues the TMA load of K (or V) block jb into its stage when
   // jb is a block this query block visits.
   auto tmaIssue = [&](FragmentBuilder &y, Value jb, bool isV) {
-      OpBuilder &ib = y.b;
-      Location il = y.loc;
-      Value stage = arith::RemUIOp::create(ib, il, jb, y.cstIndex(stages));
-      int64_t offset = isV ? layout.vOffset : layout.kOffset;
-      int64_t stageBytes = isV ? vStageBytes : kStageBytes;
-      Value dst = arith::AddIOp::create(
-          ib, il, arith::AddIOp::create(ib, il, shared.addr,
-                                        cstI32(y, offset)),
-          arith::MulIOp::create(ib, il, toI32(y, stage),
-                                cstI32(y, stageBytes)));
-      tmaLoadTile(y, isV ? vMap : kMap, dst, blockN, isV ? ks.dv : ks.d,
-                  (isV ? swizzleV : swizzleQK) / 2,
-                  toI32(y, y.mul(jb, y.cstIndex(blockN))), batch32,
-                  stageBarrier(y, jb, isV).first);
+    OpBuilder &ib = y.b;
+    Location il = y.loc;
+    Value stage = arith::RemUIOp::create(ib, il, jb, y.cstIndex(stages));
+    int64_t offset = isV ? layout.vOffset : layout.kOffset;
+    int64_t stageBytes = isV ? vStageBytes : kStageBytes;
+    Value dst = arith::AddIOp::create(
+        ib, il, arith::AddIOp::create(ib, il, shared.addr, cstI32(y, offset)),
+        arith::MulIOp::create(ib, il, toI32(y, stage), cstI32(y, stageBytes)));
+    tmaLoadTile(y, isV ? vMap : kMap, dst, blockN, isV ? ks.dv : ks.d,
+                (isV ? swizzleV : swizzleQK) / 2,
+                toI32(y, y.mul(jb, y.cstIndex(blockN))), batch32,
+                stageBarrier(y, jb, isV).first);
   };
   auto tmaStage = [&](FragmentBuilder &x, Value jb, bool isV) {
     Value issue = arith::AndIOp::create(
@@ -218,10 +228,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       scf::YieldOp::create(ib, il);
     });
   };
-  // Producer warp: thread 0 of warp W waits until the consumers released
-  // the stage's previous tile (block jb - stages; the first use of a stage
-  // waits on parity 1 of a fresh barrier, which passes at once), then
-  // issues the load of block jb.
+  // Producer: its first thread (thread 32 W) waits until the consumers
+  // released the stage's previous tile (block jb - stages; the first use
+  // of a stage waits on parity 1 of a fresh barrier, which passes at
+  // once), then issues the load of block jb.
   auto produceStage = [&](FragmentBuilder &y, Value jb, bool isV) {
     auto [bar, parity] = stageBarrier(y, jb, isV, /*empty=*/true);
     mbarrierWait(y, bar,
@@ -378,7 +388,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         .copy(fb, q, tile, fb.cstIndex(layout.qOffset / 2), batch, i0, tq,
               ids);
   }
-  // With the producer warp, the rest of the kernel is the consumers'.
+  // With the producer warpgroup, the rest of the kernel is the consumers'.
   scf::IfOp consumers;
   if (producer) {
     consumers = scf::IfOp::create(

@@ -328,8 +328,9 @@ inline WgmmaSharedMemory wgmmaSharedMemory(FragmentBuilder &fb, int64_t bytes) {
 
 //===----------------------------------------------------------------------===//
 // TMA and mbarriers (PTX ISA: "cp.async.bulk.tensor", "mbarrier"; the
-// pattern of FlashAttention-3, Shah et al. 2024, Section 3.1, without its
-// producer warp: one thread issues, every thread waits on the barrier)
+// pattern of FlashAttention-3, Shah et al. 2024, Section 3.1: one thread
+// issues, every thread waits on the barrier; WgmmaForward.cpp's producer
+// warpgroup adds "empty" barriers and setmaxnreg)
 //===----------------------------------------------------------------------===//
 
 /// An i32 constant.

@@ -65,9 +65,10 @@ struct AttentionKernelOptions {
   /// wgmma forward: Q/K/V tiles by TMA (cp.async.bulk.tensor from tensor
   /// maps passed by value after the memref arguments) instead of cp.async.
   bool tma = false;
-  /// TMA wgmma forward: a producer warp issues the loads, the consumer
-  /// warpgroups release K/V stages on mbarriers (no block barrier in the
-  /// loop); the block has 32 more threads.
+  /// TMA wgmma forward: a producer warpgroup issues the loads and gives
+  /// its registers to the consumer warpgroups (setmaxnreg), which release
+  /// K/V stages on mbarriers (no block barrier in the loop); the block has
+  /// 128 more threads.
   bool producerWarp = false;
   /// With producerWarp and two or more warpgroups: the consumer warpgroups
   /// take turns issuing their products (pingpong scheduling).
