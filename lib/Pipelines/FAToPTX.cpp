@@ -161,6 +161,18 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       !options.producerWarp)
     return "fa-to-ptx: pingpong=true needs producer-warp=true (the consumer "
            "warpgroups must not share a block barrier)";
+  // pingpong with producer-warp left at its default: the producer must be
+  // possible, as if producer-warp=true were given.
+  if (options.pingpong.getNumOccurrences() > 0 && options.pingpong &&
+      (chip != "sm_90a" || !options.wgmma || !options.tensorCores ||
+       !options.tma))
+    return "fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the "
+           "producer warpgroup (chip=sm_90a, wgmma=true, tensor-cores=true, "
+           "tma=true), got chip=" +
+           chip + (!options.tensorCores ? " with tensor-cores=false"
+                   : !options.wgmma     ? " with wgmma=false"
+                   : !options.tma       ? " with tma=false"
+                                        : "");
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;

@@ -125,7 +125,13 @@
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tma=false producer-warp=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPRODUCER
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a producer-warp=false pingpong=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPINGPONG
 // ERRPRODUCER: error: fa-to-ptx: producer-warp=true needs the TMA wgmma kernels (chip=sm_90a, wgmma=true, tensor-cores=true, tma=true), got chip=sm_90a with tma=false
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 pingpong=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPINGPONG80
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tma=false pingpong=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPINGPONGTMA
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a wgmma=false pingpong=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPINGPONGMMA
 // ERRPINGPONG: error: fa-to-ptx: pingpong=true needs producer-warp=true (the consumer warpgroups must not share a block barrier)
+// ERRPINGPONG80: error: fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the producer warpgroup (chip=sm_90a, wgmma=true, tensor-cores=true, tma=true), got chip=sm_80{{$}}
+// ERRPINGPONGTMA: error: fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the producer warpgroup ({{.*}}), got chip=sm_90a with tma=false
+// ERRPINGPONGMMA: error: fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the producer warpgroup ({{.*}}), got chip=sm_90a with wgmma=false
 
 // The backward kernels: _delta takes no map; _dkdv (own K, V: 128 rows;
 // Q, dO tiles of block_m = 32 rows at D 128) and _dq (own Q, dO; K, V tiles
