@@ -21,6 +21,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cstdlib>
+#include <optional>
 
 using namespace mlir;
 
@@ -129,50 +130,55 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
     return "fa-to-ptx: wgmma=true needs chip=sm_90a (wgmma exists only on "
            "the architecture-specific Hopper target), got chip=" +
            chip;
+  // Options that only the wgmma kernels (needTma: their TMA forms) take,
+  // given with a chip or option that rules those out: what rules them out,
+  // as " with tensor-cores=false" etc. after the chip, or "" when they
+  // are in effect.
+  auto ruledOut = [&](bool needTma) -> std::optional<std::string> {
+    std::string got = "got chip=" + chip;
+    if (!options.tensorCores)
+      return got + " with tensor-cores=false";
+    if (!options.wgmma)
+      return got + " with wgmma=false";
+    if (chip != "sm_90a")
+      return got;
+    if (needTma && !options.tma)
+      return got + " with tma=false";
+    return std::nullopt;
+  };
+  auto given = [](const auto &option) {
+    return option.getNumOccurrences() > 0;
+  };
   // Likewise TMA, which only the wgmma kernels use.
-  if (options.tma.getNumOccurrences() > 0 && options.tma &&
-      (chip != "sm_90a" || !options.wgmma || !options.tensorCores))
-    return "fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, "
-           "wgmma=true, tensor-cores=true), got chip=" +
-           chip + (!options.tensorCores ? " with tensor-cores=false"
-                   : !options.wgmma     ? " with wgmma=false"
-                                        : "");
+  if (given(options.tma) && options.tma)
+    if (auto why = ruledOut(/*needTma=*/false))
+      return "fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, "
+             "wgmma=true, tensor-cores=true), " +
+             *why;
   // And stages, which only the wgmma kernels take.
-  if (options.stages.getNumOccurrences() > 0 && options.stages != 0 &&
-      (chip != "sm_90a" || !options.wgmma || !options.tensorCores))
-    return "fa-to-ptx: stages=" + std::to_string(options.stages) +
-           " applies to the wgmma kernels only (chip=sm_90a, wgmma=true, "
-           "tensor-cores=true), got chip=" +
-           chip + (!options.tensorCores ? " with tensor-cores=false"
-                   : !options.wgmma     ? " with wgmma=false"
-                                        : "");
-  // The producer warp and pingpong scheduling belong to the TMA forward.
-  if (options.producerWarp.getNumOccurrences() > 0 && options.producerWarp &&
-      (chip != "sm_90a" || !options.wgmma || !options.tensorCores ||
-       !options.tma))
-    return "fa-to-ptx: producer-warp=true needs the TMA wgmma kernels "
-           "(chip=sm_90a, wgmma=true, tensor-cores=true, tma=true), got "
-           "chip=" +
-           chip + (!options.tensorCores ? " with tensor-cores=false"
-                   : !options.wgmma     ? " with wgmma=false"
-                   : !options.tma       ? " with tma=false"
-                                        : "");
-  if (options.pingpong.getNumOccurrences() > 0 && options.pingpong &&
-      !options.producerWarp)
-    return "fa-to-ptx: pingpong=true needs producer-warp=true (the consumer "
-           "warpgroups must not share a block barrier)";
-  // pingpong with producer-warp left at its default: the producer must be
-  // possible, as if producer-warp=true were given.
-  if (options.pingpong.getNumOccurrences() > 0 && options.pingpong &&
-      (chip != "sm_90a" || !options.wgmma || !options.tensorCores ||
-       !options.tma))
-    return "fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the "
-           "producer warpgroup (chip=sm_90a, wgmma=true, tensor-cores=true, "
-           "tma=true), got chip=" +
-           chip + (!options.tensorCores ? " with tensor-cores=false"
-                   : !options.wgmma     ? " with wgmma=false"
-                   : !options.tma       ? " with tma=false"
-                                        : "");
+  if (given(options.stages) && options.stages != 0)
+    if (auto why = ruledOut(/*needTma=*/false))
+      return "fa-to-ptx: stages=" + std::to_string(options.stages) +
+             " applies to the wgmma kernels only (chip=sm_90a, wgmma=true, "
+             "tensor-cores=true), " +
+             *why;
+  // The producer warpgroup and pingpong scheduling belong to the TMA
+  // forward (pingpong with producer-warp at its default as well).
+  if (given(options.producerWarp) && options.producerWarp)
+    if (auto why = ruledOut(/*needTma=*/true))
+      return "fa-to-ptx: producer-warp=true needs the TMA wgmma kernels "
+             "(chip=sm_90a, wgmma=true, tensor-cores=true, tma=true), " +
+             *why;
+  if (given(options.pingpong) && options.pingpong) {
+    if (!options.producerWarp)
+      return "fa-to-ptx: pingpong=true needs producer-warp=true (the "
+             "consumer warpgroups must not share a block barrier)";
+    if (auto why = ruledOut(/*needTma=*/true))
+      return "fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the "
+             "producer warpgroup (chip=sm_90a, wgmma=true, "
+             "tensor-cores=true, tma=true), " +
+             *why;
+  }
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;
