@@ -78,7 +78,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // it).
   const bool producer = ks.producerWarp;
   const int64_t warpgroups = W / 4;
-  const bool pingpong = ks.pingpong && warpgroups > 1;
+  const bool pingpong = ks.pingpong; // set only with two or more warpgroups
   // Registers move from the producer warpgroup to the consumers unless the
   // launch count already gives the consumers what they may take.
   const bool reallocate =
