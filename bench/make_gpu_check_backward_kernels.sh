@@ -8,7 +8,8 @@
 #   - the memory-table kernel: bf16, [1, 8, ?, 128], no causal mask.
 # Run here (needs fa-opt); carry DIR to the device machine and run
 # scripts/gpu-check.sh DIR (and bench/gpu_memory.py) there. FA_TO_PTX_OPTS:
-# more fa-to-ptx options (e.g. wgmma=false).
+# more fa-to-ptx options (e.g. wgmma=false, or dq-atomics=true, which drops
+# the deterministic variants).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FA_OPT=${FA_OPT:-build/bin/fa-opt}
@@ -39,10 +40,15 @@ for dt in f16 bf16 f32; do
     done
   done
 done
-for dt in bf16 f32; do
-  for causal in none top_left bottom_right; do
-    emit "bwddet_${dt}_${causal}_d128" "$dt" "$causal" 128 2x8 "$DIR" true
-  done
-done
+# (dq-atomics=true cannot be deterministic: those variants are left out.)
+case " ${FA_TO_PTX_OPTS:-} " in
+  *" dq-atomics=true "*) ;;
+  *)
+    for dt in bf16 f32; do
+      for causal in none top_left bottom_right; do
+        emit "bwddet_${dt}_${causal}_d128" "$dt" "$causal" 128 2x8 "$DIR" true
+      done
+    done ;;
+esac
 emit bwdmem_bf16_d128 bf16 none 128 1x8 "$DIR-memory"
 ls "$DIR" | grep -c manifest

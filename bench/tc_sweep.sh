@@ -16,7 +16,7 @@ for m in "$DIR"/*.manifest; do
   d=$(awk '$1=="head_dim"{print $2}' "$m")
   batch=$(( 16384 / T * 2048 / d ))
   check=$("$FA_RUN" --manifest "$m" --batch 3 --seqlen-q 300 --seqlen-k 257 --repeat 0 2>&1 | grep -E "PASS|FAIL|error" | head -2 | tr '\n' ' ')
-  if grep -q "^version 2" "$m"; then
+  if grep -q "^op attention_backward" "$m"; then
     # Backward: synthetic o and lse (no O(T^2) host forward) for the timing.
     time=$("$FA_RUN" --manifest "$m" --batch $batch --seqlen-q $T --seqlen-k $T --memory-only --repeat 5 2>&1 | grep -E "time:|error" | tr '\n' ' ')
   else

@@ -209,6 +209,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.blockM = options.blockM;
   kernel.blockN = options.blockN;
   kernel.deterministic = options.deterministic;
+  kernel.dqAtomics = options.dqAtomics;
   kernel.numWarps = options.numWarps;
   kernel.stages = options.stages;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.

@@ -123,6 +123,13 @@ struct FAToPTXPipelineOptions
                      "query blocks (no atomics, bitwise reproducible) "
                      "(convert-fa-to-gpu)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> dqAtomics{
+      *this, "dq-atomics",
+      llvm::cl::desc("fa.attention_backward on sm_90a: dq accumulated in "
+                     "_dkdv with f32 atomics (5 tile products, no _dq "
+                     "kernel); needs head dim 64 or 128 and deterministic "
+                     "off (convert-fa-to-gpu)"),
+      llvm::cl::init(false)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit holding nvvm/libdevice/libdevice.10.bc; "

@@ -187,12 +187,21 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     return options.tma || ((tile / 8) * (bs.d / 32) % warps == 0 &&
                            (tile / 8) * (bs.dv / 32) % warps == 0);
   };
+  // dq-atomics: _dkdv also adds its key block's share of dq into
+  // dq_accum, and there is no _dq kernel (getWgmmaBackwardShape checked
+  // head dim 64 or 128 and deterministic off).
+  const bool dqAtomic = options.dqAtomics;
   auto shapeOf = [&](bool dkdv, int64_t tile, int64_t stages) {
-    return gpukernel::WgmmaBackwardShape{
+    gpukernel::WgmmaBackwardShape shape{
         bs.elt, bs.d,   bs.dv, bs.causal, bs.scale,
         warps,  tile,   stages, dkdv,     /*tma=*/options.tma};
+    shape.dqAtomic = dkdv && dqAtomic;
+    return shape;
   };
-  for (bool dkdv : {true, false}) {
+  SmallVector<bool, 2> kernels = {true};
+  if (!dqAtomic)
+    kernels.push_back(false);
+  for (bool dkdv : kernels) {
     int64_t given = dkdv ? options.blockM : options.blockN;
     StringRef what = dkdv ? "block-m (queries per dk/dv tile)"
                           : "block-n (keys per dq tile)";
@@ -264,11 +273,11 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   }
   bs.tensorCore = true;
   bs.wgmma = true;
-  bs.deterministic = true;
+  bs.deterministic = !dqAtomic;
   bs.blockN = 16 * warps;
   bs.blockM = bs.wgDkDv.tile;
   bs.dqBlockM = 16 * warps;
-  bs.dqBlockN = bs.wgDq.tile;
+  bs.dqBlockN = dqAtomic ? 0 : bs.wgDq.tile;
   return bs;
 }
 
@@ -287,11 +296,22 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
     return op.emitOpError("the wgmma backward expects one or two "
                           "warpgroups: num-warps 4 or 8, got ")
            << warps << " (wgmma=false selects the mma.sync kernels)";
+  if (options.dqAtomics && options.deterministic)
+    return op.emitOpError("dq-atomics adds dq with f32 atomics, which is "
+                          "not bitwise reproducible: it cannot be combined "
+                          "with deterministic=true");
+  // The dQ^T = K^T dS^T products have head dim as M, 64 per wgmma.
+  if (options.dqAtomics && bs.d != 64 && bs.d != 128)
+    return op.emitOpError("dq-atomics expects head dim 64 or 128 (the dQ^T "
+                          "products take 64 head-dim rows per wgmma), got D "
+                          "= ")
+           << bs.d;
   std::string why;
   if (std::optional<BackwardShape> shape =
           resolveWgmmaBackward(bs, options, warps, why))
     return *shape;
-  if (!options.numWarps && !options.blockM && !options.blockN)
+  if (!options.numWarps && !options.blockM && !options.blockN &&
+      !options.dqAtomics)
     return getTensorCoreBackwardShape(op, options, bs);
   return op.emitOpError(why) << " (wgmma=false selects the mma.sync kernels)";
 }
@@ -371,6 +391,10 @@ getBackwardShape(AttentionBackwardOp op,
     auto wgmmaDim = [](int64_t d) { return d == 32 || d == 64 || d == 128; };
     if (givenOptions.wgmma && wgmmaDim(bs.d) && wgmmaDim(bs.dv))
       return getWgmmaBackwardShape(op, givenOptions, bs);
+    if (givenOptions.dqAtomics)
+      return op.emitOpError("dq-atomics needs the sm_90a wgmma backward "
+                            "(wgmma=true, head dims 32, 64 or 128), which "
+                            "these options do not select");
     return getTensorCoreBackwardShape(op, givenOptions, bs);
   }
 
@@ -940,12 +964,20 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
     last = KernelSpec{(name + "_dq_convert").str(), kRowThreads};
     last.params = {"dq_accum", "dq"};
     last.grid = {"ceil_div(seqlen_q,threads)", "batch", "1"};
+    if (bs.wgmma) {
+      // D / 8 lanes per row (buildTensorCoreConvertBody).
+      last.blockM = kRowThreads / (bs.d / 8);
+      last.grid = {"ceil_div(seqlen_q,block_m)", "batch", "1"};
+    }
   }
   // TMA (wgmma kernels): boxes of one swizzle row by the tile's rows, own
   // rows for the block's operands (K, V of _dkdv; Q, dO of _dq), loop-tile
   // rows for the others.
   if (bs.wgmma && bs.wgDkDv.tma) {
-    for (KernelSpec *spec : {&dkdv, &last}) {
+    SmallVector<KernelSpec *, 2> mapped = {&dkdv};
+    if (bs.deterministic)
+      mapped.push_back(&last);
+    for (KernelSpec *spec : mapped) {
       const gpukernel::WgmmaBackwardShape &shape =
           spec == &dkdv ? bs.wgDkDv : bs.wgDq;
       for (StringRef operand : {"q", "k", "v", "do"}) {
@@ -1022,6 +1054,9 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                                           kRowThreads);
     else if (index == 0)
       buildDeltaBody(builder, loc, func, bs);
+    else if (bs.wgmma && index == 2 && !bs.deterministic)
+      gpukernel::buildTensorCoreConvertBody(builder, loc, func, bs.d,
+                                            kRowThreads);
     else if (bs.wgmma)
       gpukernel::buildWgmmaBackwardBody(builder, loc, func,
                                         index == 1 ? bs.wgDkDv : bs.wgDq);

@@ -823,6 +823,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.blockM = blockM;
     options.blockN = blockN;
     options.deterministic = deterministic;
+    options.dqAtomics = dqAtomics;
     options.tensorCores = tensorCores;
     options.wgmma = wgmma;
     options.numWarps = numWarps;

@@ -489,6 +489,27 @@ void mlir::fa::gpukernel::buildTensorCoreDqBody(
   gpu::ReturnOp::create(b, loc);
 }
 
+/// The row kernels' thread mapping (`lanes` lanes per row, `threads` /
+/// `lanes` rows per block, grid (ceil(Tq / rows), batch)): this thread's
+/// batch index, row, and lane within the row.
+namespace {
+struct RowLane {
+  Value batch, row, lane;
+};
+} // namespace
+static RowLane rowLane(FragmentBuilder &fb, int64_t lanes, int64_t threads) {
+  OpBuilder &b = fb.b;
+  Location loc = fb.loc;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  RowLane r;
+  r.batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  r.row = fb.add(fb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                        fb.cstIndex(threads / lanes)),
+                 arith::DivUIOp::create(b, loc, tid, fb.cstIndex(lanes)));
+  r.lane = arith::RemUIOp::create(b, loc, tid, fb.cstIndex(lanes));
+  return r;
+}
+
 void mlir::fa::gpukernel::buildTensorCoreDeltaBody(OpBuilder &b, Location loc,
                                                    gpu::GPUFuncOp func,
                                                    int64_t dv,
@@ -499,14 +520,9 @@ void mlir::fa::gpukernel::buildTensorCoreDeltaBody(OpBuilder &b, Location loc,
   Type oElt = cast<MemRefType>(o.getType()).getElementType();
   Type doElt = cast<MemRefType>(dout.getType()).getElementType();
   FragmentBuilder fb(b, loc, doElt);
-  const int64_t lanes = dv / 8, rows = threads / lanes;
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value row = fb.add(
-      fb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-             fb.cstIndex(rows)),
-      arith::DivUIOp::create(b, loc, tid, fb.cstIndex(lanes)));
-  Value chunk = arith::RemUIOp::create(b, loc, tid, fb.cstIndex(lanes));
+  const int64_t lanes = dv / 8;
+  RowLane ids = rowLane(fb, lanes, threads);
+  Value batch = ids.batch, row = ids.row, chunk = ids.lane;
   Value tq = memref::DimOp::create(b, loc, o, 1);
   // Rows past Tq read the last row (every lane takes part in the shuffles)
   // and store nothing.
@@ -539,5 +555,56 @@ void mlir::fa::gpukernel::buildTensorCoreDeltaBody(OpBuilder &b, Location loc,
     y.store(sum, delta, {batch, row});
     scf::YieldOp::create(ib, il);
   });
+  // dq atomics: this lane's D / lanes elements of the row's dq_accum.
+  if (func.getNumArguments() > 3) {
+    Value dqAccum = func.getArgument(3);
+    int64_t d = cast<MemRefType>(dqAccum.getType()).getDimSize(2);
+    int64_t perLane = d / lanes;
+    Value inRange = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
+    scf::IfOp::create(b, loc, inRange, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, doElt);
+      Value zeros = arith::ConstantOp::create(
+          ib, il,
+          DenseElementsAttr::get(y.vec({perLane}, y.f32), 0.0f));
+      vector::StoreOp::create(ib, il, zeros, dqAccum,
+                              ValueRange{batch, row,
+                                         y.mul(chunk, y.cstIndex(perLane))},
+                              /*nontemporal=*/false,
+                              llvm::Align(std::min<int64_t>(16, perLane * 4)));
+      scf::YieldOp::create(ib, il);
+    });
+  }
+  gpu::ReturnOp::create(b, loc);
+}
+
+void mlir::fa::gpukernel::buildTensorCoreConvertBody(OpBuilder &b,
+                                                     Location loc,
+                                                     gpu::GPUFuncOp func,
+                                                     int64_t d,
+                                                     int64_t threads) {
+  b.setInsertionPointToStart(&func.front());
+  Value dqAccum = func.getArgument(0), dq = func.getArgument(1);
+  Type dqElt = cast<MemRefType>(dq.getType()).getElementType();
+  FragmentBuilder fb(b, loc, dqElt);
+  RowLane ids = rowLane(fb, d / 8, threads);
+  Value batch = ids.batch, row = ids.row;
+  Value col = fb.mul(ids.lane, fb.cstIndex(8));
+  Value tq = memref::DimOp::create(b, loc, dq, 1);
+  scf::IfOp::create(
+      b, loc, fb.cmpI(arith::CmpIPredicate::slt, row, tq),
+      [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, dqElt);
+        // Rows start 16-byte aligned (row_align) and col is a multiple of 8.
+        Value v = vector::LoadOp::create(ib, il, y.vec({8}, y.f32), dqAccum,
+                                         ValueRange{batch, row, col},
+                                         /*nontemporal=*/false,
+                                         llvm::Align(16));
+        if (dqElt != y.f32)
+          v = arith::TruncFOp::create(ib, il, y.vec({8}, dqElt), v);
+        vector::StoreOp::create(ib, il, v, dq, ValueRange{batch, row, col},
+                                /*nontemporal=*/false,
+                                llvm::Align(dqElt == y.f32 ? 16 : 8 * 2));
+        scf::YieldOp::create(ib, il);
+      });
   gpu::ReturnOp::create(b, loc);
 }

@@ -226,6 +226,11 @@ struct WgmmaBackwardShape {
   /// four arguments) into swizzled workgroup memory, completing on
   /// mbarriers; otherwise by cp.async into the canonical no-swizzle layout.
   bool tma = false;
+  /// `_dkdv` only: also dQ += scale dS K_j for its key block, as f32 atomic
+  /// adds into dq_accum (argument 8, before the tensor maps), from dS^T
+  /// staged in workgroup memory (FlashAttention-2's backward with dq
+  /// atomics, Dao 2023, Algorithm 2 lines 13-14); head dim 64 or 128.
+  bool dqAtomic = false;
 
   int64_t ownRows() const { return 16 * numWarps; }
   /// TMA: the mbarriers (own first, own second, one per stage of each loop
@@ -237,6 +242,19 @@ struct WgmmaBackwardShape {
   int64_t tileBytes(int64_t rows, int64_t cols) const {
     return tma ? rows * cols * 2 : cols / 8 * wgmmaColumnBytes(rows);
   }
+  /// dqAtomic: bytes of one of the two dS^T buffers (ownRows x tile 2-byte
+  /// elements in the canonical no-swizzle layout, no padding).
+  int64_t dsBufferBytes() const { return dqAtomic ? ownRows() * tile * 2 : 0; }
+  /// dqAtomic: the dQ^T products of one warpgroup per tile (M = 64 head-dim
+  /// rows each, N = dqColumns() queries): warpgroup w takes head-dim block
+  /// w (D = 128, two warpgroups), both (D = 128, one), or query half w of
+  /// the one block (D = 64, two).
+  int64_t dqProducts() const {
+    return std::max<int64_t>(1, (d / 64) / (numWarps / 4));
+  }
+  int64_t dqColumns() const {
+    return d / 64 >= numWarps / 4 ? tile : tile / (numWarps / 4);
+  }
 };
 
 /// The number of tensor-map arguments that close a TMA backward kernel's
@@ -247,12 +265,13 @@ inline constexpr int64_t kTmaBackwardTensorMaps = 4;
 /// workgroup memory: its own rows (K then V for _dkdv, Q then dO for _dq),
 /// then the stages of the loop's first (Q or K, head dim D) and second (dO
 /// or V, head dim Dv) tiles, then (_dkdv) the stages of the query tiles'
-/// lse and delta (f32), then (TMA) the mbarriers, 8 bytes each: own first,
-/// own second, one per first-tile stage, one per second-tile stage.
+/// lse and delta (f32), then (dqAtomic) two dS^T buffers, then (TMA) the
+/// mbarriers, 8 bytes each: own first, own second, one per first-tile
+/// stage, one per second-tile stage.
 struct WgmmaBackwardLayout {
   int64_t ownFirst, ownSecond, loopFirst, loopSecond;
-  int64_t firstStageBytes, secondStageBytes, columnValues, barrierOffset,
-      bytes;
+  int64_t firstStageBytes, secondStageBytes, columnValues, dsBuffers,
+      barrierOffset, bytes;
 };
 
 inline WgmmaBackwardLayout wgmmaBackwardLayout(const WgmmaBackwardShape &ks) {
@@ -264,21 +283,33 @@ inline WgmmaBackwardLayout wgmmaBackwardLayout(const WgmmaBackwardShape &ks) {
   l.secondStageBytes = ks.tileBytes(ks.tile, ks.dv);
   l.loopSecond = l.loopFirst + ks.stages * l.firstStageBytes;
   l.columnValues = l.loopSecond + ks.stages * l.secondStageBytes;
-  l.barrierOffset =
-      l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
+  l.dsBuffers = l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
+  l.barrierOffset = l.dsBuffers + 2 * ks.dsBufferBytes();
   l.bytes = l.barrierOffset + 8 * ks.numBarriers();
   return l;
 }
 
-/// `_delta` of the tensor-core backward (arguments o, do, delta; o and do
-/// with unit innermost stride and 16-byte aligned rows): delta = rowsum(dO
-/// o) in f32, Dv / 8 lanes per row (one 16-byte load of each operand per
-/// lane, xor-shuffle sum), `threads` / (Dv / 8) rows per block.
+/// `_delta` of the tensor-core backward (arguments o, do, delta[,
+/// dq_accum]; o and do with unit innermost stride and 16-byte aligned
+/// rows): delta = rowsum(dO o) in f32, Dv / 8 lanes per row (one 16-byte
+/// load of each operand per lane, xor-shuffle sum), `threads` / (Dv / 8)
+/// rows per block. With a fourth argument (f32 [batch, Tq, D], unit
+/// innermost stride, D a multiple of Dv / 8 elements) it also zeroes that
+/// row of dq_accum, D / (Dv / 8) elements per lane.
 void buildTensorCoreDeltaBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                               int64_t dv, int64_t threads);
 
-/// `_dkdv` (arguments q, k, v, do, lse, delta, dk, dv) or `_dq` (q, k, v,
-/// do, lse, delta, dq) on sm_90a warpgroup MMA; launched with
+/// `_dq_convert` of the wgmma backward with dq atomics (arguments dq_accum
+/// (f32) and dq, [batch, Tq, D] with unit innermost stride): dq = dq_accum
+/// in dq's element type, D / 8 lanes per row (one 32-byte load and one
+/// store of 8 elements per lane), `threads` / (D / 8) rows per block.
+void buildTensorCoreConvertBody(OpBuilder &b, Location loc,
+                                gpu::GPUFuncOp func, int64_t d,
+                                int64_t threads);
+
+/// `_dkdv` (arguments q, k, v, do, lse, delta, dk, dv[, dq_accum with
+/// ks.dqAtomic]) or `_dq` (q, k, v, do, lse, delta, dq) on sm_90a
+/// warpgroup MMA; launched with
 /// wgmmaBackwardLayout(ks).bytes of dynamic workgroup memory.
 void buildWgmmaBackwardBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                             const WgmmaBackwardShape &ks);

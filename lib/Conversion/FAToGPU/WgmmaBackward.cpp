@@ -34,6 +34,14 @@
 // computed. The copy of tile i + stages - 1 is issued at the top of
 // iteration i into the stage that iteration i - 1 used.
 //
+// dq atomics (`dqAtomic`, fa-to-ptx's `dq-atomics=true`; _dkdv only): the
+// five-product form (FlashAttention-2, Algorithm 2, lines 13-14). Each
+// tile's dS^T goes to workgroup memory; dK += dS^T Q_i reads it there (no
+// dS^T registers carried), and dQ_i^T = K^T dS_i^T (K^T M-major from the
+// own K tile) is issued ahead of the next tile's S^T; its scale * dQ
+// values go to the f32 dq_accum with red.global.add.f32. _delta zeroes
+// dq_accum and _dq_convert writes dq.
+//
 // With cp.async, tiles use the canonical no-swizzle layout of
 // WgmmaFragments.h; with TMA (`tma`, fa-to-ptx's default), the swizzled
 // layout of WgmmaForward.cpp's TMA tiles: thread 0 loads the own tiles and
@@ -60,6 +68,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   FragmentBuilder fb(b, loc, ks.elt);
   Type i64 = b.getI64Type();
   const bool dkdv = ks.dkdv;
+  const bool dqAtomic = dkdv && ks.dqAtomic;
   const int64_t W = ks.numWarps, threads = 32 * W;
   const int64_t ownRows = ks.ownRows(), tile = ks.tile, stages = ks.stages;
 
@@ -382,12 +391,187 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   if (dkdv)
     init.append(secondN8 * 4, fb.cstF32(0.0));
   const int64_t numFirst = firstN8 * 4;
-  // The packed dS (dS^T) registers of the previous tile.
-  init.append(tile / 4,
+  // The packed dS (dS^T) registers of the previous tile (dq atomics: none,
+  // dK reads dS^T from workgroup memory).
+  const int64_t carriedDs = dqAtomic ? 0 : tile / 4;
+  init.append(carriedDs,
               arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
-  const int64_t dsBase = init.size() - tile / 4;
+  const int64_t dsBase = init.size() - carriedDs;
   auto firstUnitsOf = [&](FragmentBuilder &x, Value tb) {
     return stageUnits(x, tb, stages, layout.loopFirst, layout.firstStageBytes);
+  };
+
+  // dq atomics (_dkdv with ks.dqAtomic). dS^T of tile tb goes to buffer
+  // tb % 2 (keys x queries, canonical no-swizzle layout: byte (key r, query
+  // c) = (c / 8) colDs + 16 r + 2 (c % 8), colDs = 16 ownRows): a K-major A
+  // in the dK product's terms, an N-major B in dQ's. Once both warpgroups
+  // have stored it (the next block barrier), dQ_tb^T = K^T dS_tb^T (M = head
+  // dim, K = the block's keys, N = the tile's queries; K^T is the own K
+  // tile read M-major) is issued ahead of the next tile's S^T, so the wait
+  // for S^T also completes it, and its scale * dQ^T values go to dq_accum
+  // with one f32 atomic add each. Warpgroup w takes head-dim block w (D =
+  // 128, two warpgroups), both blocks (D = 128, one), or query half w of
+  // the one block (D = 64, two).
+  Value dqAccum = dqAtomic ? func.getArgument(8) : Value();
+  const int64_t colDs = ownRows * 16, warpgroups = W / 4;
+  const int64_t mBlocks = ks.d / 64;
+  const int64_t dqPerWarpgroup = ks.dqProducts();
+  const int64_t dqN = ks.dqColumns();
+  Value dsThreadBytes, dqThreadRow, warpgroupIndex;
+  if (dqAtomic) {
+    // Byte of (key 16 warp + g, query 2t) in a dS^T buffer; head-dim row
+    // 16 (warp % 4) + g of this thread's dQ^T fragment rows.
+    dsThreadBytes = toI32(
+        fb, fb.add(fb.mul(fb.add(fb.mul(warp, fb.cstIndex(16)), g),
+                          fb.cstIndex(16)),
+                   fb.mul(ids.t, fb.cstIndex(4))));
+    warpgroupIndex = arith::DivUIOp::create(b, loc, warp, fb.cstIndex(4));
+    dqThreadRow = fb.add(
+        fb.mul(arith::RemUIOp::create(b, loc, warp, fb.cstIndex(4)),
+               fb.cstIndex(16)),
+        g);
+  }
+  // The (head-dim block, query offset) of this warpgroup's p-th dQ product.
+  auto dqPart = [&](FragmentBuilder &x, int64_t p) {
+    if (mBlocks >= warpgroups)
+      return std::make_pair(
+          x.add(x.mul(warpgroupIndex, x.cstIndex(dqPerWarpgroup)),
+                x.cstIndex(p)),
+          x.cstIndex(0));
+    return std::make_pair(x.cstIndex(0),
+                          x.mul(warpgroupIndex, x.cstIndex(dqN)));
+  };
+  auto unitsOf = [&](FragmentBuilder &x, Value bytes) {
+    return arith::IndexCastUIOp::create(
+               x.b, x.loc, i64,
+               arith::ShRUIOp::create(x.b, x.loc, bytes, x.cstIndex(4)))
+        .getResult();
+  };
+  // Stores the packed dS^T registers of tile tb (A fragments: word i of
+  // k16 step kk holds keys +8 (i % 2) and queries 16 kk + 2t + 8 (i / 2))
+  // and makes them visible to wgmma.
+  auto storeDs = [&](FragmentBuilder &x, Value tb, ArrayRef<Value> dsRegs) {
+    Value buffer = toI32(x, arith::RemUIOp::create(x.b, x.loc, tb,
+                                                   x.cstIndex(2)));
+    Value base = arith::AddIOp::create(
+        x.b, x.loc,
+        arith::AddIOp::create(
+            x.b, x.loc, shared.addr,
+            arith::MulIOp::create(x.b, x.loc, buffer,
+                                  cstI32(x, ks.dsBufferBytes()))),
+        arith::AddIOp::create(x.b, x.loc, dsThreadBytes,
+                              cstI32(x, layout.dsBuffers)));
+    for (auto [i, word] : llvm::enumerate(dsRegs)) {
+      int64_t kk = i / 4, hiRow = i % 2, hiCol = (i % 4) / 2;
+      Value addr = arith::AddIOp::create(
+          x.b, x.loc, base,
+          cstI32(x, (2 * kk + hiCol) * colDs + 8 * hiRow * 16));
+      inlinePtx(x, "st.shared.b32 [$0], $1;", {}, ValueRange{addr, word});
+    }
+    inlinePtx(x, "fence.proxy.async.shared::cta;", {}, ValueRange{});
+  };
+  // Issues this warpgroup's dQ_tb^T products (one wgmma group each): A =
+  // K^T M-major (TMA: the swizzled own K tile, head-dim blocks of 64
+  // columns ownRows x sw apart, 8-key groups 8 sw apart; cp.async: core
+  // columns colOwn apart, 8-key groups 128 bytes apart), B = dS^T N-major;
+  // a k16 step is 16 keys.
+  const int64_t swK = tma ? tmaSwizzleBytes(ks.d) : 0;
+  Descriptor dqADesc, dqBDesc, dsADesc;
+  if (dqAtomic) {
+    dqADesc = tma ? makeDescriptor(fb, shared.units, ownRows * swK, 8 * swK,
+                                   swK)
+                  : makeDescriptor(fb, shared.units, 128, colOwn);
+    dqBDesc = makeDescriptor(fb, shared.units, 128, colDs);
+    dsADesc = makeDescriptor(fb, shared.units, colDs, 128);
+  }
+  auto issueDq = [&](FragmentBuilder &x, Value tb) {
+    SmallVector<SmallVector<Value>> accs;
+    Value buffer = arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(2));
+    for (int64_t p = 0; p < dqPerWarpgroup; ++p) {
+      auto [mBlock, nOffset] = dqPart(x, p);
+      int64_t mBlockBytes = tma ? ownRows * swK : 8 * colOwn;
+      Value aBytes = x.add(x.cstIndex(layout.ownFirst),
+                           x.mul(mBlock, x.cstIndex(mBlockBytes)));
+      Value bBytes = x.add(
+          x.add(x.cstIndex(layout.dsBuffers),
+                x.mul(buffer, x.cstIndex(ks.dsBufferBytes()))),
+          x.mul(arith::DivUIOp::create(x.b, x.loc, nOffset, x.cstIndex(8)),
+                x.cstIndex(colDs)));
+      accs.push_back(wgmmaProductSS(
+          x, dqN, ownRows / 16, dqADesc.at(x, unitsOf(x, aBytes)),
+          (tma ? 16 * swK : 256) >> 4, dqBDesc.at(x, unitsOf(x, bBytes)),
+          256 >> 4, /*zeroInit=*/false, SwizzledSteps{}, /*transA=*/true,
+          /*transB=*/true));
+    }
+    return accs;
+  };
+  // dq_accum[batch, query, d] += scale * dQ^T[d, query] for this thread's
+  // fragment values of tile tb, queries past Tq skipped: one inline-PTX
+  // block per product (red.global.add.f32; the row addresses are made from
+  // one base and the row stride inside it, so that no per-element address
+  // stays live across the loop). Value i of a fragment is query + 8 (i /
+  // 4) + i % 2, head dim + 8 ((i % 4) / 2).
+  Value dqBase, dqRowBytes;
+  if (dqAtomic) {
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dqAccum);
+    Value ptr = arith::IndexCastUIOp::create(
+        b, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dqAccum));
+    Value first = fb.add(fb.add(meta.getOffset(),
+                                fb.mul(batch, meta.getStrides()[0])),
+                         dqThreadRow);
+    dqBase = arith::AddIOp::create(
+        b, loc, ptr,
+        arith::IndexCastOp::create(b, loc, i64,
+                                   fb.mul(first, fb.cstIndex(4))));
+    dqRowBytes = arith::IndexCastOp::create(
+        b, loc, i64, fb.mul(meta.getStrides()[1], fb.cstIndex(4)));
+  }
+  auto dqAtomics = [&](FragmentBuilder &x, Value tb,
+                       ArrayRef<SmallVector<Value>> accs) {
+    for (auto [p, acc] : llvm::enumerate(accs)) {
+      auto [mBlock, nOffset] = dqPart(x, p);
+      Value query0 = x.add(x.add(x.mul(tb, bt), nOffset), t2);
+      Value rowBase = arith::AddIOp::create(
+          x.b, x.loc, dqBase,
+          arith::AddIOp::create(
+              x.b, x.loc,
+              arith::MulIOp::create(
+                  x.b, x.loc,
+                  arith::IndexCastOp::create(x.b, x.loc, i64, query0),
+                  dqRowBytes),
+              arith::IndexCastOp::create(
+                  x.b, x.loc, i64, x.mul(mBlock, x.cstIndex(64 * 4)))));
+      Value rowsLeft = toI32(x, x.sub(tq, query0));
+      std::string text = "{\n.reg .b64 ra;\n.reg .pred pv;\n";
+      SmallVector<Value> ins = {rowBase, dqRowBytes, rowsLeft};
+      for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); i += 4)
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t row = 8 * (i / 4) + e;
+          text += "mad.lo.s64 ra, $1, " + std::to_string(row) + ", $0;\n";
+          text += "setp.gt.s32 pv, $2, " + std::to_string(row) + ";\n";
+          for (int64_t h = 0; h < 2; ++h) {
+            text += "@pv red.global.add.f32 [ra+" + std::to_string(32 * h) +
+                    "], $" + std::to_string(ins.size()) + ";\n";
+            ins.push_back(x.mulF(acc[i + 2 * h + e], x.cstF32(ks.scale)));
+          }
+        }
+      text += "}";
+      inlinePtx(x, text, {}, ins);
+    }
+  };
+  auto flatten = [](ArrayRef<SmallVector<Value>> accs) {
+    SmallVector<Value> all;
+    for (const SmallVector<Value> &acc : accs)
+      llvm::append_range(all, acc);
+    return all;
+  };
+  auto unflatten = [](ArrayRef<Value> all, size_t parts) {
+    SmallVector<SmallVector<Value>> accs(parts);
+    size_t each = parts ? all.size() / parts : 0;
+    for (size_t p = 0; p < parts; ++p)
+      accs[p].assign(all.begin() + p * each, all.begin() + (p + 1) * each);
+    return accs;
   };
 
   // One tile's products up to dS: S (S^T) and dP (dP^T) back to back, then
@@ -403,12 +587,23 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                       SmallVector<Value> accSecond,
                       llvm::function_ref<SmallVector<Value>(FragmentBuilder &,
                                                             SmallVector<Value>)>
-                          issueOld) {
+                          issueOld,
+                      Value dqTb = Value()) {
     Value r0 = x.mul(tb, bt);
     Value secondUnits =
         stageUnits(x, tb, stages, layout.loopSecond, layout.secondStageBytes);
+    // dq atomics: the previous tile's dQ^T products go first.
+    SmallVector<SmallVector<Value>> dqAcc;
+    if (dqTb)
+      dqAcc = issueDq(x, dqTb);
     SmallVector<Value> sAcc = productOwnLoop(
         x, ks.d, ownFirstBase, loopKFirst.at(x, firstUnitsOf(x, tb)));
+    // dq atomics: once the dQ^T products are done (S^T still running), their
+    // values go out, before the next products take registers.
+    if (dqTb) {
+      SmallVector<Value> waited = wgmmaWait(x, 1, flatten(dqAcc));
+      dqAtomics(x, dqTb, unflatten(waited, dqAcc.size()));
+    }
     // _dkdv issues the previous tile's product between S^T and dP^T: it
     // completes with dP^T, so its dS^T registers are free before this
     // tile's dS^T is computed (the kernel runs at the register limit). _dq
@@ -483,11 +678,31 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         scoreGradients(x, p, dp, [&](int64_t, int64_t n, int64_t h, int64_t e) {
           return dkdv ? column(n, e, true) : rowDelta[h];
         });
-    return TileResult{accFirst, accSecond, packARegisters(x, ds[0])};
+    SmallVector<Value> dsRegs = packARegisters(x, ds[0]);
+    if (!dqAtomic)
+      return TileResult{accFirst, accSecond, dsRegs};
+    storeDs(x, tb, dsRegs);
+    return TileResult{accFirst, accSecond, {}};
   };
   // dK += dS^T Q_{tb} (dQ += dS K_{tb}) from the packed dS registers.
   auto accumulateFirst = [&](FragmentBuilder &x, SmallVector<Value> acc,
                              SmallVector<Value> dsRegs, Value tb) {
+    if (dqAtomic) {
+      // A = this warpgroup's 64 keys of dS^T (K-major: core columns colDs
+      // apart, 8-key groups 128 bytes apart), B = Q_tb N-major.
+      Value buffer = arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(2));
+      Value aBytes = x.add(
+          x.add(x.cstIndex(layout.dsBuffers),
+                x.mul(buffer, x.cstIndex(ks.dsBufferBytes()))),
+          x.mul(warpgroupIndex, x.cstIndex(1024)));
+      return wgmmaProductSS(x, ks.d, tile / 16,
+                            dsADesc.at(x, unitsOf(x, aBytes)),
+                            (2 * colDs) >> 4,
+                            loopNFirst.at(x, firstUnitsOf(x, tb)),
+                            nStepUnits(swFirst), /*zeroInit=*/false,
+                            SwizzledSteps{}, /*transA=*/false,
+                            /*transB=*/true, acc);
+    }
     return wgmmaAccumulateRS(x, ks.d, acc, dsRegs,
                              loopNFirst.at(x, firstUnitsOf(x, tb)),
                              nStepUnits(swFirst));
@@ -536,8 +751,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     TileResult r = tileStep(x, first, init0.accFirst, init0.accSecond, nullptr);
     SmallVector<Value> yielded = waitAll(x, r);
     // TMA: every warpgroup is done with the second half of tile `first`
-    // before the loop's first load replaces it.
-    if (tma)
+    // before the loop's first load replaces it. dq atomics: both halves of
+    // dS^T of tile `first` are stored before any dQ product reads them.
+    if (tma || dqAtomic)
       gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, yielded);
     b.setInsertionPointToStart(prologue.elseBlock());
@@ -566,7 +782,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
             tileStep(x, tb, prev.accFirst, prev.accSecond,
                      [&](FragmentBuilder &y, SmallVector<Value> acc) {
                        return accumulateFirst(y, acc, prev.dsRegs, prevTb);
-                     });
+                     },
+                     dqAtomic ? prevTb : Value());
         SmallVector<Value> yielded = waitAll(x, r);
         // TMA: the column values of tile `ahead` replace those of tile
         // tb - 1, read before the last block barrier, and are read after
@@ -590,9 +807,24 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(last.thenBlock());
     FragmentBuilder x(b, loc, ks.elt);
-    SmallVector<Value> acc = accumulateFirst(x, lastTile.accFirst,
-                                             lastTile.dsRegs, x.sub(count, c1));
-    acc = wgmmaWait(x, 0, acc);
+    Value lastTb = x.sub(count, c1);
+    SmallVector<SmallVector<Value>> dqAcc;
+    if (dqAtomic)
+      dqAcc = issueDq(x, lastTb);
+    SmallVector<Value> acc =
+        accumulateFirst(x, lastTile.accFirst, lastTile.dsRegs, lastTb);
+    if (dqAtomic) {
+      SmallVector<Value> waited = flatten(dqAcc);
+      llvm::append_range(waited, acc);
+      waited = wgmmaWait(x, 0, waited);
+      size_t dqCount = waited.size() - acc.size();
+      acc.assign(waited.begin() + dqCount, waited.end());
+      dqAtomics(x, lastTb,
+                unflatten(ArrayRef<Value>(waited).take_front(dqCount),
+                          dqAcc.size()));
+    } else {
+      acc = wgmmaWait(x, 0, acc);
+    }
     scf::YieldOp::create(b, loc, acc);
     b.setInsertionPointToStart(last.elseBlock());
     scf::YieldOp::create(b, loc, lastTile.accFirst);

@@ -116,9 +116,9 @@ inline StringRef ptxType(Type elt) { return elt.isBF16() ? "bf16" : "f16"; }
 /// 32-bit registers with `aInRegs`) and the B descriptor. `accumulate`
 /// (scale-d) is an immediate: with a register, ptxas may fail to prove a
 /// first product's accumulators unread and wait for every wgmma in flight
-/// before it (C7517).
+/// before it (C7517). `transA` (A from workgroup memory only): A M-major.
 inline std::string wgmmaText(int64_t n, Type elt, bool aInRegs, bool transB,
-                             bool accumulate) {
+                             bool accumulate, bool transA = false) {
   int64_t acc = n / 2;
   std::string s = std::string("{\n.reg .pred p;\nsetp.ne.b32 p, ") +
                   (accumulate ? "1" : "0") + ", 0;\n";
@@ -136,7 +136,7 @@ inline std::string wgmmaText(int64_t n, Type elt, bool aInRegs, bool transB,
   // scale-d, imm-scale-a, imm-scale-b[, imm-trans-a], imm-trans-b.
   s += ", p, 1, 1";
   if (!aInRegs)
-    s += ", 0";
+    s += transA ? ", 1" : ", 0";
   s += transB ? ", 1;\n}" : ", 0;\n}";
   return s;
 }
@@ -444,6 +444,8 @@ inline Value stageUnits(FragmentBuilder &x, Value tb, int64_t stages,
 /// With `stepsPerBlock` (swizzled layouts: the k16 steps in one swizzle row
 /// of 64 or 128 bytes), step kc reads at (kc % stepsPerBlock) * step + (kc /
 /// stepsPerBlock) * blockStep instead (A and B share the step counts).
+/// `transA` / `transB`: A M-major / B N-major (16-bit types only).
+/// `accumulateOnto`: D += A B^T on these n / 2 scalars instead.
 struct SwizzledSteps {
   int64_t stepsPerBlock = 0; // 0: a constant step
   int64_t aBlockStep = 0, bBlockStep = 0;
@@ -453,11 +455,17 @@ inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
                                          int64_t kSteps, Value aBase,
                                          int64_t aStep, Value bBase,
                                          int64_t bStep, bool zeroInit = false,
-                                         SwizzledSteps swizzled = {}) {
+                                         SwizzledSteps swizzled = {},
+                                         bool transA = false,
+                                         bool transB = false,
+                                         ArrayRef<Value> accumulateOnto = {}) {
   SmallVector<Type> types(n / 2, x.f32);
   SmallVector<Value> acc;
   if (zeroInit)
     acc.assign(n / 2, x.cstF32(0.0));
+  if (!accumulateOnto.empty())
+    acc.assign(accumulateOnto.begin(), accumulateOnto.end());
+  const bool onto = zeroInit || !accumulateOnto.empty();
   inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
   for (int64_t kc = 0; kc < kSteps; ++kc) {
     int64_t aOffset = kc * aStep, bOffset = kc * bStep;
@@ -467,9 +475,11 @@ inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
     }
     Value descA = arith::AddIOp::create(x.b, x.loc, aBase, cstI64(x, aOffset));
     Value descB = arith::AddIOp::create(x.b, x.loc, bBase, cstI64(x, bOffset));
-    acc = inlinePtx(x, wgmmaText(n, x.elt, false, false, kc != 0), types,
-                    ValueRange{descA, descB},
-                    kc || zeroInit ? ValueRange(acc) : ValueRange{});
+    acc = inlinePtx(
+        x, wgmmaText(n, x.elt, false, transB, kc || !accumulateOnto.empty(),
+                     transA),
+        types, ValueRange{descA, descB},
+        kc || onto ? ValueRange(acc) : ValueRange{});
   }
   inlinePtx(x, "wgmma.commit_group.sync.aligned;", {}, ValueRange{});
   return acc;

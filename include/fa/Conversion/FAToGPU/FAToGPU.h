@@ -77,6 +77,11 @@ struct AttentionKernelOptions {
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.
   bool deterministic = false;
+  /// Backward, sm_90a wgmma kernels only: `_dkdv` also computes dq (dQ +=
+  /// scale dS K, the fifth product) and adds it to an f32 accumulator with
+  /// atomics, and `_dq_convert` replaces `_dq`. Needs deterministic off
+  /// and head dim 64 or 128.
+  bool dqAtomics = false;
 };
 
 /// Builds, at the insertion point of `builder` (a block of a module), a
