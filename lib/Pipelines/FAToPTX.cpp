@@ -179,6 +179,21 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "tensor-cores=true, tma=true), " +
              *why;
   }
+  // dq-atomics asked for by name where it cannot apply.
+  if (given(options.dqAtomics) && options.dqAtomics) {
+    if (options.deterministic)
+      return "fa-to-ptx: dq-atomics=true adds dq with f32 atomics, which is "
+             "not bitwise reproducible: it cannot be combined with "
+             "deterministic=true";
+    if (auto why = ruledOut(/*needTma=*/false))
+      return "fa-to-ptx: dq-atomics=true needs the wgmma backward "
+             "(chip=sm_90a, wgmma=true, tensor-cores=true), " +
+             *why;
+    // Pairs of dq columns go out with red.global.add.v2.f32 (PTX ISA 8.1).
+    if (options.features == "+ptx80")
+      return "fa-to-ptx: dq-atomics=true needs PTX ISA 8.1 or later "
+             "(red.global.add.v2.f32), got features=+ptx80";
+  }
   // Checked here rather than by gpu-module-to-binary, which would report it
   // with the whole lowered module attached.
   std::string source;
@@ -209,7 +224,8 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.blockM = options.blockM;
   kernel.blockN = options.blockN;
   kernel.deterministic = options.deterministic;
-  kernel.dqAtomics = options.dqAtomics;
+  // The dq-atomics kernels use PTX ISA 8.1's red.global.add.v2.f32.
+  kernel.dqAtomics = options.dqAtomics && options.features != "+ptx80";
   kernel.numWarps = options.numWarps;
   kernel.stages = options.stages;
   // mma.sync m16n8k16 with f16/bf16 operands exists from sm_80 on.

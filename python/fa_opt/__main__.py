@@ -101,6 +101,10 @@ def _parser():
                    help="sm_90a TMA wgmma forward: a producer warpgroup "
                         "issues the loads (passed as fa-to-ptx's "
                         "producer-warp=; default: fa-to-ptx's default)")
+    c.add_argument("--dq-atomics", choices=("true", "false"),
+                   help="sm_90a wgmma backward: dq added with f32 atomics "
+                        "in the dk/dv kernel (passed as fa-to-ptx's "
+                        "dq-atomics=; default: fa-to-ptx's default, true)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -130,7 +134,10 @@ def _compile(args, sub) -> int:
                              else args.tma == "true",
                              producer_warp=None
                              if args.producer_warp is None
-                             else args.producer_warp == "true")
+                             else args.producer_warp == "true",
+                             dq_atomics=None
+                             if args.dq_atomics is None
+                             else args.dq_atomics == "true")
     configs = []
     for dtype, d, dv, causal, scale in itertools.product(
             args.dtype, args.head_dim, args.head_dim_v, args.causal,

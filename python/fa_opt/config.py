@@ -166,10 +166,14 @@ class CompileOptions:
     # The sm_90a TMA wgmma forward's producer warpgroup
     # (`producer-warp=true|false`); None keeps fa-to-ptx's default.
     producer_warp: Optional[bool] = None
+    # The sm_90a wgmma backward's dq through f32 atomics in _dkdv
+    # (`dq-atomics=true|false`; fa-to-ptx's default true applies it where
+    # the kernels support it, head dim 64 or 128); None keeps the default.
+    dq_atomics: Optional[bool] = None
     extra: tuple = field(default=())  # further "key=value" pipeline options
 
     def __post_init__(self):
-        for name in ("tma", "producer_warp"):
+        for name in ("tma", "producer_warp", "dq_atomics"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be True, False or None, got "
@@ -189,6 +193,9 @@ class CompileOptions:
         if self.producer_warp is not None:
             opts.append("producer-warp="
                         f"{'true' if self.producer_warp else 'false'}")
+        if self.dq_atomics is not None:
+            opts.append("dq-atomics="
+                        f"{'true' if self.dq_atomics else 'false'}")
         opts.extend(self.extra)
         return opts
 

@@ -143,12 +143,14 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     ([], None), (["--tma", "true"], "tma=true"), (["--tma", "false"], "tma=false"),
     (["--producer-warp", "false"], "producer-warp=false"),
     (["--producer-warp", "true"], "producer-warp=true"),
+    (["--dq-atomics", "false"], "dq-atomics=false"),
+    (["--dq-atomics", "true"], "dq-atomics=true"),
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
-    """--tma and --producer-warp become fa-to-ptx's tma= and
-    producer-warp= options; without them, fa-to-ptx's defaults apply
-    (nothing passed)."""
+    """--tma, --producer-warp and --dq-atomics become fa-to-ptx's tma=,
+    producer-warp= and dq-atomics= options; without them, fa-to-ptx's
+    defaults apply (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
     tool.write_text("#!/bin/sh\n"
@@ -163,7 +165,7 @@ def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
     pipeline = [w for w in log.read_text().split() if "--fa-to-ptx" in w]
     assert len(pipeline) == 1, log.read_text()
     passed = [w for w in log.read_text().split()
-              if w.startswith(("tma=", "producer-warp="))]
+              if w.startswith(("tma=", "producer-warp=", "dq-atomics="))]
     assert passed == ([option] if option else [])
 
 
@@ -178,10 +180,11 @@ def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root)
 
 def test_compile_warns_when_the_backward_fails(capsys, tmp_path, fa_opt_tool,
                                                cache_root):
-    """A backward fa-opt cannot compile (block-n 256: the wgmma backward's
-    dq tile does not fit the registers) leaves a usable forward: exit 0,
-    with a warning that quotes fa-opt's error."""
-    rc, out, err = _run_main(capsys, ["compile", "--block-n", "256",
+    """A backward fa-opt cannot compile (block-m 256: the wgmma backward's
+    dk/dv accumulators do not fit the registers; the forward takes 16
+    warps) leaves a usable forward: exit 0, with a warning that quotes
+    fa-opt's error."""
+    rc, out, err = _run_main(capsys, ["compile", "--block-m", "256",
                                       "--out", str(tmp_path / "k")])
     assert rc == 0 and "no backward" in out
     lines = err.strip().splitlines()
@@ -190,7 +193,7 @@ def test_compile_warns_when_the_backward_fails(capsys, tmp_path, fa_opt_tool,
         "python -m fa_opt compile: warning: bf16_d64_none: no backward "
         "kernels: ")
     assert "registers per thread" in lines[0]
-    rc, out, err = _run_main(capsys, ["compile", "--block-n", "256",
+    rc, out, err = _run_main(capsys, ["compile", "--block-m", "256",
                                       "--no-backward"])
     assert rc == 0 and err == ""
 

@@ -74,6 +74,14 @@ def test_compile_options_command_line():
     with pytest.raises(TypeError,
                        match="producer_warp must be True, False or None"):
         CompileOptions(producer_warp=1)
+    # dq_atomics likewise.
+    assert CompileOptions(dq_atomics=False).pipeline_options() == \
+        ["chip=sm_90a", "dq-atomics=false"]
+    assert CompileOptions(
+        **CompileOptions(dq_atomics=True).to_dict()).dq_atomics is True
+    with pytest.raises(TypeError,
+                       match="dq_atomics must be True, False or None"):
+        CompileOptions(dq_atomics="true")
 
 
 def test_chip_for_capability():

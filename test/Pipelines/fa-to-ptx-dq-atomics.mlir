@@ -1,34 +1,58 @@
-// fa-to-ptx dq-atomics=true (sm_90a wgmma backward): _dkdv also computes
-// dQ^T = K^T dS^T from dS^T staged in workgroup memory (wgmma with A M-major
-// and B N-major), adds scale * dQ into the f32 dq_accum scratch with
-// red.global.add.f32, and _dq_convert (8 elements per lane) replaces _dq;
-// _delta zeroes dq_accum. The default (dq-atomics=false) keeps the split
-// kernels (fa-to-ptx-tma.mlir). Errors: with deterministic=true and
-// without the wgmma kernels (D 32: fa-to-ptx-dq-atomics-d32.mlir).
+// fa-to-ptx's default dq-atomics=true (sm_90a wgmma backward, head dim 64
+// or 128, deterministic off): _dkdv stores dS^T in workgroup memory, reads
+// it for dK += dS^T Q and for dQ = dS K (64-query tiles: wgmma with A and B
+// transposed, M = 64 queries, N = head dim split over the warpgroups), and
+// adds scale * dQ into the f32 dq_accum scratch with red.global.add.v2.f32
+// (adjacent head-dim pairs). With 32-query tiles (tma=false and num-warps=4
+// at D 128, whose 64-query tiles do not fit the registers) dQ^T = K^T dS^T
+// instead (M = 64 head-dim rows, N = queries), one red.global.add.f32 per
+// value. _dq_convert (8 elements per lane) replaces _dq; _delta zeroes
+// dq_accum. dq-atomics=false, deterministic=true or features=+ptx80 give
+// the split kernels (fa-to-ptx-tma.mlir; head dim 32:
+// fa-to-ptx-dq-atomics-d32.mlir). Errors: dq-atomics=true given with
+// deterministic=true, without the wgmma kernels, or with PTX ISA 8.0.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true output-dir=%t" -o /dev/null
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/da_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=MANIFEST64 < %t/da_f16_d64_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX < %t/da_bf16_d128_causal_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/da_f16_d64_attention_backward_0.ptx -o %t/a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_attention_backward_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
-// cp.async tiles (tma=false) and one warpgroup (num-warps=4, two dQ^T
-// products per tile at D 128) take the same form.
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true tma=false output-dir=%t/cp" -o /dev/null
-// RUN: FileCheck %s --check-prefix=PTX < %t/cp/da_bf16_d128_causal_attention_backward_0.ptx
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true num-warps=4 output-dir=%t/w4" -o /dev/null
+// RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_causal_attention_backward_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// Given explicitly: the same kernels.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true output-dir=%t/given" -o /dev/null
+// RUN: cmp %t/da_bf16_d128_causal_attention_backward_0.ptx %t/given/da_bf16_d128_causal_attention_backward_0.ptx
+// cp.async tiles (tma=false) and one warpgroup (num-warps=4) at D 128:
+// 32-query tiles and the dQ^T form (two products per tile with one
+// warpgroup); at D 64 one warpgroup keeps the dQ form (N = 64).
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tma=false output-dir=%t/cp" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PTXT < %t/cp/da_bf16_d128_causal_attention_backward_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/cp/da_bf16_d128_causal_attention_backward_0.ptx -o %t/d.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a num-warps=4 output-dir=%t/w4" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTXW4 < %t/w4/da_bf16_d128_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=PTXW4D64 < %t/w4/da_f16_d64_attention_backward_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/w4/da_bf16_d128_causal_attention_backward_0.ptx -o %t/e.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// The split kernels: dq-atomics=false, deterministic=true, features=+ptx80.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=false output-dir=%t/off" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SPLIT < %t/off/da_bf16_d128_causal_attention_backward_0.manifest
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SPLIT < %t/det/da_bf16_d128_causal_attention_backward_0.manifest
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a features=+ptx80 output-dir=%t/ptx80" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SPLIT < %t/ptx80/da_bf16_d128_causal_attention_backward_0.manifest
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true deterministic=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRDET
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true wgmma=false output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRMMA
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 dq-atomics=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR80
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true features=+ptx80 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPTX
 
 // MANIFEST: deterministic 0
 // MANIFEST: scratch dq_accum f32 batch seqlen_q head_dim
 // MANIFEST: kernel da_bf16_d128_causal_attention_backward_0_delta
 // MANIFEST: params o do delta dq_accum
 // MANIFEST: kernel da_bf16_d128_causal_attention_backward_0_dkdv
+// MANIFEST: block_m 64
 // MANIFEST: params q k v do lse delta dk dv dq_accum
-// MANIFEST: tensor_map q 64 32 128
+// MANIFEST: tensor_map q 64 64 128
 // MANIFEST: kernel da_bf16_d128_causal_attention_backward_0_dq_convert
 // MANIFEST-NEXT: threads 128
 // MANIFEST-NEXT: block_m 8
@@ -45,26 +69,44 @@
 
 // PTX-NOT: .entry da_bf16_d128_causal_attention_backward_0_dq(
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dkdv(
+// The column values (lse, delta) by 4-byte cp.async.
+// PTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4, {{.*}};
 // dS^T to workgroup memory, made visible to wgmma.
 // PTX: st.shared.b32
 // PTX: fence.proxy.async.shared::cta;
-// dQ^T = K^T dS^T: A M-major, B N-major.
-// PTX: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
-// PTX: red.global.add.f32
+// dQ = dS K: A M-major, B N-major, N = 64 (half the head dim).
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTX: red.global.add.v2.f32
+// PTX-NOT: red.global.add.f32
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dq_convert(
 // PTX-COUNT-2: ld.global.v4.b32
 // PTX: st.global.v4.b32
 
-// One warpgroup at D 128: both head-dim blocks, N = the 32-query tile.
+// PTXT-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dkdv(
+// PTXT: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTXT: red.global.add.f32
+// PTXT-NOT: red.global.add.v2
+
 // PTXW4-LABEL: .entry da_bf16_d128_attention_backward_0_dkdv(
-// PTXW4-COUNT-2: m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTXW4-COUNT-16: m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTXW4-NOT: m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTXW4-NOT: red.global.add.v2
+// PTXW4D64-LABEL: .entry da_f16_d64_attention_backward_0_dkdv(
+// PTXW4D64: m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 1, 1;
+// PTXW4D64: red.global.add.v2.f32
+
+// SPLIT: deterministic 1
+// SPLIT-NOT: dq_accum
+// SPLIT: kernel da_bf16_d128_causal_attention_backward_0_dq{{$}}
 
 // NOSPILL-COUNT-3: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // NOSPILL-NOT: C751{{[0-9]}}
 // NOSPILL-NOT: warning
 
-// ERRDET: error: 'fa.attention_backward' op dq-atomics adds dq with f32 atomics, which is not bitwise reproducible: it cannot be combined with deterministic=true
-// ERRMMA: error: 'fa.attention_backward' op dq-atomics needs the sm_90a wgmma backward
+// ERRDET: error: fa-to-ptx: dq-atomics=true adds dq with f32 atomics, which is not bitwise reproducible: it cannot be combined with deterministic=true
+// ERRMMA: error: fa-to-ptx: dq-atomics=true needs the wgmma backward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with wgmma=false
+// ERR80: error: fa-to-ptx: dq-atomics=true needs the wgmma backward ({{.*}}), got chip=sm_80{{$}}
+// ERRPTX: error: fa-to-ptx: dq-atomics=true needs PTX ISA 8.1 or later (red.global.add.v2.f32), got features=+ptx80
 
 func.func @da_bf16_d128_causal(%q: tensor<2x8x?x128xbf16>, %k: tensor<2x8x?x128xbf16>, %v: tensor<2x8x?x128xbf16>, %o: tensor<2x8x?x128xbf16>, %do: tensor<2x8x?x128xbf16>, %lse: tensor<2x8x?xf32>) -> (tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>) {
   %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse causal(top_left) : tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?xf32> -> tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>

@@ -12,12 +12,18 @@
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a wgmma=false output-dir=%t/mma" -o /dev/null
 // RUN: %ptxas -arch=sm_90a %t/mma/bf16_d128_attention_0.ptx -o %t/mma.cubin
 // RUN: %cuobjdump -sass %t/mma.cubin | FileCheck %s --check-prefix=MMA
-// The backward on sm_90a: HGMMA in both _dkdv (S^T, dP^T 64x32, dV and dK
-// 64x128 with P^T/dS^T from registers, B transposed) and _dq, tiles by TMA
-// completing on mbarriers (no cp.async).
+// The backward on sm_90a (default, dq atomics): HGMMA in _dkdv (S^T, dP^T
+// 64x64; dV 64x128 with P^T from registers, dK 64x128 with dS^T from
+// workgroup memory, B transposed; dQ 64x64 with A and B transposed), dq
+// pairs added with f32x2 reductions, tiles by TMA completing on mbarriers
+// (the one cp.async: the column values). deterministic=true: the split
+// _dkdv (64x32 S^T, dP^T) and _dq.
 // RUN: %ptxas -arch=sm_90a %t/wg/bwd_bf16_d128_attention_backward_0.ptx -o %t/bwd.cubin
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWD
-// RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dq %t/bwd.cubin | FileCheck %s --check-prefix=BWDDQ
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
+// RUN: %ptxas -arch=sm_90a %t/det/bwd_bf16_d128_attention_backward_0.ptx -o %t/det.cubin
+// RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/det.cubin | FileCheck %s --check-prefix=BWDDET
+// RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dq %t/det.cubin | FileCheck %s --check-prefix=BWDDQ
 
 // WGMMA-DAG: HGMMA.64x128x16.F32.BF16
 // WGMMA-DAG: WARPGROUP.ARRIVE
@@ -34,13 +40,19 @@
 // MMA-DAG: MUFU.EX2
 // MMA-NOT: {{LDL|STL|HGMMA}}
 
-// BWD-DAG: HGMMA.64x32x16.F32.BF16 R{{[0-9]+}}, gdesc
+// BWD-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc[{{[^]]+}}],
 // BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
+// BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, gdesc[{{.+}}].tnspB
+// BWD-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc[{{.+}}].tnspA.tnspB
+// BWD-DAG: REDG.E.ADD.F32x2
 // BWD-DAG: WARPGROUP.DEPBAR.LE gsb0, 0x1
 // BWD-DAG: UTMALDG.3D
 // BWD-DAG: SYNCS.PHASECHK.TRANS64.TRYWAIT
 // BWD-DAG: MUFU.EX2
-// BWD-NOT: {{LDL|STL|HMMA|LDGSTS}}
+// BWD-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS}}
+// BWDDET-DAG: HGMMA.64x32x16.F32.BF16 R{{[0-9]+}}, gdesc
+// BWDDET-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
+// BWDDET-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS|REDG}}
 // BWDDQ-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWDDQ-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWDDQ-DAG: UTMALDG.3D

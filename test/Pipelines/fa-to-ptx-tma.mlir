@@ -14,11 +14,18 @@
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d128_causal_attention_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/f16_d64_causal_attention_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d32_attention_0.ptx -o %t/d.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
-// The backward: version 4 manifest, four maps per wgmma kernel, no spills.
+// The backward: version 4 manifest, four maps per wgmma kernel, no spills;
+// by default the dq-atomics form (_dkdv adds dq into dq_accum), with
+// deterministic=true the split _dkdv + _dq kernels.
 // RUN: FileCheck %s --check-prefix=BWD < %t/bwd_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=BWDPTX < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/e.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_f16_d64_attention_backward_0.ptx -o %t/f.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
+// RUN: FileCheck %s --check-prefix=BWDDET < %t/det/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=BWDDETPTX < %t/det/bwd_bf16_d128_causal_attention_backward_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/det/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/g.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
+// RUN: %ptxas -arch=sm_90a -v %t/det/bwd_f16_d64_attention_backward_0.ptx -o %t/h.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // A hand-built pipeline that leaves out fa-lower-tensor-map-params: the
 // maps stay pointer params, which the manifest's tensor_map lines would
 // contradict; fa-export-kernels refuses to write it.
@@ -133,33 +140,55 @@
 // ERRPINGPONGTMA: error: fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the producer warpgroup ({{.*}}), got chip=sm_90a with tma=false
 // ERRPINGPONGMMA: error: fa-to-ptx: pingpong=true needs the TMA wgmma kernels with the producer warpgroup ({{.*}}), got chip=sm_90a with wgmma=false
 
-// The backward kernels: _delta takes no map; _dkdv (own K, V: 128 rows;
-// Q, dO tiles of block_m = 32 rows at D 128) and _dq (own Q, dO; K, V tiles
-// of block_n = 64) take four each, in params order.
+// The backward kernels: _delta and _dq_convert take no map; _dkdv (own K,
+// V: 128 rows; Q, dO tiles of block_m = 64 rows at D 128) takes four, in
+// params order. Its TMA form copies the column values (lse, delta) with
+// 4-byte cp.async, and no tile with cp.async.cg.
 // BWD: version 4
+// BWD: deterministic 0
 // BWD: kernel bwd_bf16_d128_causal_attention_backward_0_delta
 // BWD-NOT: tensor_map
 // BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
-// BWD: params q k v do lse delta dk dv
-// BWD-NEXT: tensor_map q 64 32 128
+// BWD: params q k v do lse delta dk dv dq_accum
+// BWD-NEXT: tensor_map q 64 64 128
 // BWD-NEXT: tensor_map k 64 128 128
 // BWD-NEXT: tensor_map v 64 128 128
-// BWD-NEXT: tensor_map do 64 32 128
+// BWD-NEXT: tensor_map do 64 64 128
 // BWD-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
-// BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dq
-// BWD: params q k v do lse delta dq
-// BWD-NEXT: tensor_map q 64 128 128
-// BWD-NEXT: tensor_map k 64 64 128
-// BWD-NEXT: tensor_map v 64 64 128
-// BWD-NEXT: tensor_map do 64 128 128
-// BWD-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
+// BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dq_convert
+// BWD-NOT: tensor_map
+// BWD-NOT: kernel
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
 // BWDPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX: cp.async.bulk.tensor.3d
+// BWDPTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4, {{.*}};
 // BWDPTX-NOT: cp.async.cg
-// BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq(
-// BWDPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dq_param_{{[0-9]+}}[128]
-// BWDPTX-NOT: cp.async.cg
+// BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq_convert(
+
+// deterministic=true: _dkdv (Q, dO tiles of block_m = 32 rows at D 128) and
+// _dq (own Q, dO; K, V tiles of block_n = 64) take four maps each.
+// BWDDET: deterministic 1
+// BWDDET: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
+// BWDDET: params q k v do lse delta dk dv
+// BWDDET-NEXT: tensor_map q 64 32 128
+// BWDDET-NEXT: tensor_map k 64 128 128
+// BWDDET-NEXT: tensor_map v 64 128 128
+// BWDDET-NEXT: tensor_map do 64 32 128
+// BWDDET-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
+// BWDDET: kernel bwd_bf16_d128_causal_attention_backward_0_dq
+// BWDDET: params q k v do lse delta dq
+// BWDDET-NEXT: tensor_map q 64 128 128
+// BWDDET-NEXT: tensor_map k 64 64 128
+// BWDDET-NEXT: tensor_map v 64 64 128
+// BWDDET-NEXT: tensor_map do 64 128 128
+// BWDDET-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
+// BWDDETPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
+// BWDDETPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
+// BWDDETPTX: cp.async.bulk.tensor.3d
+// BWDDETPTX-NOT: cp.async.cg
+// BWDDETPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq(
+// BWDDETPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dq_param_{{[0-9]+}}[128]
+// BWDDETPTX-NOT: cp.async.cg
 
 // NOSPILL3-COUNT-3: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // NOSPILL3-NOT: C751{{[0-9]}}

@@ -20,8 +20,8 @@
 // IR-SAME: fa.manifests
 // IR-NOT: func.func
 // IR-NOT: gpu.module
-// IR: gpu.binary @main_attention_0 [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx80">, {{.*}}assembly = "{{.*}}.entry main_attention_0
-// IR: gpu.binary @other_attention_0 [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx80">, {{.*}}assembly =
+// IR: gpu.binary @main_attention_0 [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx81">, {{.*}}assembly = "{{.*}}.entry main_attention_0
+// IR: gpu.binary @other_attention_0 [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx81">, {{.*}}assembly =
 
 // The example of docs/ARTIFACTS.md, line by line.
 //      MANIFEST:# fa kernel manifest

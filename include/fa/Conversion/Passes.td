@@ -307,12 +307,13 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "identical across runs">,
     Option<"dqAtomics", "dq-atomics", "bool", /*default=*/"false",
            "fa.attention_backward on the wgmma kernels: `_dkdv` also "
-           "computes dq (dQ += scale dS K from dS^T staged in workgroup "
-           "memory) and adds it into an f32 accumulator with red.global.add, "
-           "and `_dq_convert` replaces the `_dq` kernel (5 tile products "
-           "instead of 7; FlashAttention-2, Algorithm 2). Needs `wgmma`, "
-           "head dim 64 or 128 and `deterministic` off; dq is then not "
-           "bitwise reproducible">,
+           "computes dq (dQ = scale dS K from dS^T staged in workgroup "
+           "memory; dQ^T = K^T dS^T with 32-query tiles) and adds it into "
+           "an f32 accumulator with red.global.add (.v2.f32 pairs: PTX ISA "
+           "8.1), and `_dq_convert` replaces the `_dq` kernel (5 tile "
+           "products instead of 7; FlashAttention-2, Algorithm 2). Applies "
+           "with `wgmma`, head dim 64 or 128 and `deterministic` off (the "
+           "split kernels otherwise); dq is then not bitwise reproducible">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

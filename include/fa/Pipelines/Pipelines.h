@@ -47,8 +47,10 @@ struct FAToPTXPipelineOptions
       llvm::cl::init("sm_90a")};
   PassOptions::Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features of the NVVM target (the PTX ISA version)"),
-      llvm::cl::init("+ptx80")};
+      llvm::cl::desc("PTX features of the NVVM target (the PTX ISA version; "
+                     "8.1 by default, which CUDA 12.1 drivers and later "
+                     "take; +ptx80 turns dq-atomics off)"),
+      llvm::cl::init("+ptx81")};
   PassOptions::Option<int64_t> blockM{
       *this, "block-m",
       llvm::cl::desc("Query rows per GPU block (convert-fa-to-gpu); 0: the "
@@ -127,9 +129,11 @@ struct FAToPTXPipelineOptions
       *this, "dq-atomics",
       llvm::cl::desc("fa.attention_backward on sm_90a: dq accumulated in "
                      "_dkdv with f32 atomics (5 tile products, no _dq "
-                     "kernel); needs head dim 64 or 128 and deterministic "
-                     "off (convert-fa-to-gpu)"),
-      llvm::cl::init(false)};
+                     "kernel) where it applies: wgmma kernels, head dim 64 "
+                     "or 128, deterministic off, PTX ISA 8.1 or later; "
+                     "elsewhere, and with false, the split _dkdv + _dq "
+                     "kernels (convert-fa-to-gpu)"),
+      llvm::cl::init(true)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit holding nvvm/libdevice/libdevice.10.bc; "

@@ -175,9 +175,19 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   // (measured: 5 x tile / 2 in all); _dq dQ, S, dP, the packed dS and
   // that of the previous tile (3 x tile / 2), and the descriptors of the
   // Dv / 16 k-steps of dP = dO V^T (measured: Dv / 8; D = 64, Dv = 128
-  // with 128-key tiles spilled without this term).
+  // with 128-key tiles spilled without this term). With dq atomics, _dkdv
+  // carries no dS^T: dK, dV, S^T and dP^T (tile), and a warpgroup's share
+  // of the tile's dQ (tile x D / warpgroups values over 128 threads;
+  // measured with TMA: 64-query tiles at D 128 take 250-255 registers
+  // without spills with two warpgroups and spill with one, and cp.async's
+  // copy addresses spilled there: 24 more).
   const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
+  const bool dqAtomic = options.dqAtomics && !options.deterministic &&
+                        (bs.d == 64 || bs.d == 128);
   auto regs = [&](bool dkdv, int64_t tile) {
+    if (dkdv && dqAtomic)
+      return bs.d / 2 + bs.dv / 2 + tile + tile * bs.d / (128 * (warps / 4)) +
+             (options.tma ? 0 : 24);
     return dkdv ? bs.d / 2 + bs.dv / 2 + 5 * tile / 2
                 : bs.d / 2 + bs.dv / 8 + 3 * tile / 2;
   };
@@ -187,10 +197,9 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     return options.tma || ((tile / 8) * (bs.d / 32) % warps == 0 &&
                            (tile / 8) * (bs.dv / 32) % warps == 0);
   };
-  // dq-atomics: _dkdv also adds its key block's share of dq into
-  // dq_accum, and there is no _dq kernel (getWgmmaBackwardShape checked
-  // head dim 64 or 128 and deterministic off).
-  const bool dqAtomic = options.dqAtomics;
+  // dq atomics (dq-atomics, deterministic off, head dim 64 or 128): _dkdv
+  // also adds its key block's share of dq into dq_accum, and there is no
+  // _dq kernel.
   auto shapeOf = [&](bool dkdv, int64_t tile, int64_t stages) {
     gpukernel::WgmmaBackwardShape shape{
         bs.elt, bs.d,   bs.dv, bs.causal, bs.scale,
@@ -296,22 +305,11 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
     return op.emitOpError("the wgmma backward expects one or two "
                           "warpgroups: num-warps 4 or 8, got ")
            << warps << " (wgmma=false selects the mma.sync kernels)";
-  if (options.dqAtomics && options.deterministic)
-    return op.emitOpError("dq-atomics adds dq with f32 atomics, which is "
-                          "not bitwise reproducible: it cannot be combined "
-                          "with deterministic=true");
-  // The dQ^T = K^T dS^T products have head dim as M, 64 per wgmma.
-  if (options.dqAtomics && bs.d != 64 && bs.d != 128)
-    return op.emitOpError("dq-atomics expects head dim 64 or 128 (the dQ^T "
-                          "products take 64 head-dim rows per wgmma), got D "
-                          "= ")
-           << bs.d;
   std::string why;
   if (std::optional<BackwardShape> shape =
           resolveWgmmaBackward(bs, options, warps, why))
     return *shape;
-  if (!options.numWarps && !options.blockM && !options.blockN &&
-      !options.dqAtomics)
+  if (!options.numWarps && !options.blockM && !options.blockN)
     return getTensorCoreBackwardShape(op, options, bs);
   return op.emitOpError(why) << " (wgmma=false selects the mma.sync kernels)";
 }
@@ -391,10 +389,6 @@ getBackwardShape(AttentionBackwardOp op,
     auto wgmmaDim = [](int64_t d) { return d == 32 || d == 64 || d == 128; };
     if (givenOptions.wgmma && wgmmaDim(bs.d) && wgmmaDim(bs.dv))
       return getWgmmaBackwardShape(op, givenOptions, bs);
-    if (givenOptions.dqAtomics)
-      return op.emitOpError("dq-atomics needs the sm_90a wgmma backward "
-                            "(wgmma=true, head dims 32, 64 or 128), which "
-                            "these options do not select");
     return getTensorCoreBackwardShape(op, givenOptions, bs);
   }
 

@@ -245,15 +245,25 @@ struct WgmmaBackwardShape {
   /// dqAtomic: bytes of one of the two dS^T buffers (ownRows x tile 2-byte
   /// elements in the canonical no-swizzle layout, no padding).
   int64_t dsBufferBytes() const { return dqAtomic ? ownRows() * tile * 2 : 0; }
-  /// dqAtomic: the dQ^T products of one warpgroup per tile (M = 64 head-dim
-  /// rows each, N = dqColumns() queries): warpgroup w takes head-dim block
-  /// w (D = 128, two warpgroups), both (D = 128, one), or query half w of
-  /// the one block (D = 64, two).
+  /// dqAtomic: the form of the dQ products. With block-m a multiple of 64,
+  /// dQ = dS K (M = 64 queries per product, N = head-dim columns), whose
+  /// fragments hold pairs of adjacent head-dim columns (one f32x2 atomic
+  /// each); with 32-query tiles (D = 128 by default, whose 64-query tiles
+  /// do not fit the registers), dQ^T = K^T dS^T (M = 64 head-dim rows, N =
+  /// queries; one f32 atomic per value).
+  bool dqByQueries() const { return tile % 64 == 0; }
+  /// dqAtomic: M blocks of 64 of the dQ (dQ^T) product of a tile.
+  int64_t dqBlocks() const { return dqByQueries() ? tile / 64 : d / 64; }
+  /// dqAtomic: the products of one warpgroup per tile. Warpgroup w takes M
+  /// block w when there are as many blocks as warpgroups, every block with
+  /// one warpgroup, or N columns [w N, (w + 1) N) of the one block (N =
+  /// dqColumns()).
   int64_t dqProducts() const {
-    return std::max<int64_t>(1, (d / 64) / (numWarps / 4));
+    return std::max<int64_t>(1, dqBlocks() / (numWarps / 4));
   }
   int64_t dqColumns() const {
-    return d / 64 >= numWarps / 4 ? tile : tile / (numWarps / 4);
+    int64_t n = dqByQueries() ? d : tile;
+    return dqBlocks() >= numWarps / 4 ? n : n / (numWarps / 4);
   }
 };
 

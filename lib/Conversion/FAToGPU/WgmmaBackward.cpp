@@ -37,10 +37,12 @@
 // dq atomics (`dqAtomic`, fa-to-ptx's `dq-atomics=true`; _dkdv only): the
 // five-product form (FlashAttention-2, Algorithm 2, lines 13-14). Each
 // tile's dS^T goes to workgroup memory; dK += dS^T Q_i reads it there (no
-// dS^T registers carried), and dQ_i^T = K^T dS_i^T (K^T M-major from the
-// own K tile) is issued ahead of the next tile's S^T; its scale * dQ
-// values go to the f32 dq_accum with red.global.add.f32. _delta zeroes
-// dq_accum and _dq_convert writes dq.
+// dS^T registers carried), and dQ_i = dS_i K (64-query tiles and more;
+// dS_i M-major from the dS^T buffers, K N-major from the own K tile) or
+// dQ_i^T = K^T dS_i^T (32-query tiles) is issued ahead of the next tile's
+// S^T; its scale * dQ values go to the f32 dq_accum with
+// red.global.add.v2.f32 (two adjacent head-dim columns each) or
+// red.global.add.f32. _delta zeroes dq_accum and _dq_convert writes dq.
 //
 // With cp.async, tiles use the canonical no-swizzle layout of
 // WgmmaFragments.h; with TMA (`tma`, fa-to-ptx's default), the swizzled
@@ -152,6 +154,13 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   };
   Value ownFirstBase = ownBase(layout.ownFirst, swFirst);
   Value ownSecondBase = ownBase(layout.ownSecond, swSecond);
+  // A loop-invariant descriptor base, passed through (empty) inline PTX
+  // where a product uses it: LLVM would otherwise hoist each k16 step's
+  // descriptor (base + offset, 64 bits) out of the loop, and the 8 steps
+  // of each own-tile product would hold 16 registers across it.
+  auto inLoop = [](FragmentBuilder &x, Value base) {
+    return ptxWith(x, "", ValueRange{base}).front();
+  };
   auto loopKDesc = [&](int64_t sw) {
     return tma ? makeDescriptor(fb, shared.units, 16, 8 * sw, sw)
                : makeDescriptor(fb, shared.units, colTile, 128);
@@ -313,6 +322,49 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     scf::YieldOp::create(x.b, x.loc, ValueRange{y.cstF32(0.0)});
     return ifOp.getResult(0);
   };
+  // TMA: the same copy as one 4-byte cp.async per loader thread (zero-fill
+  // past the last tile), completed by the loader's cp.async.wait_all before
+  // the block barrier that ends the iteration: no register holds the value
+  // across the iteration.
+  auto addressOf = [&](FragmentBuilder &x, Value memref, Value row) {
+    auto meta = memref::ExtractStridedMetadataOp::create(x.b, x.loc, memref);
+    Value ptr = arith::IndexCastUIOp::create(
+        x.b, x.loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(x.b, x.loc, memref));
+    Value element =
+        x.add(x.add(meta.getOffset(), x.mul(batch, meta.getStrides()[0])),
+              x.mul(row, meta.getStrides()[1]));
+    return arith::AddIOp::create(
+               x.b, x.loc, ptr,
+               arith::IndexCastOp::create(x.b, x.loc, i64,
+                                          x.mul(element, x.cstIndex(4))))
+        .getResult();
+  };
+  auto copyColumnAsync = [&](FragmentBuilder &x, Value tb) {
+    scf::IfOp::create(
+        x.b, x.loc, colLoader(x), [&](OpBuilder &ib, Location il) {
+          FragmentBuilder y(ib, il, ks.elt);
+          Value colThread = arith::RemUIOp::create(ib, il, ids.tid, bt);
+          Value isDelta = y.cmpI(arith::CmpIPredicate::uge, ids.tid, bt);
+          Value row = y.minS(y.add(y.mul(tb, bt), colThread), lastQuery);
+          Value src = arith::SelectOp::create(ib, il, isDelta,
+                                              addressOf(y, delta, row),
+                                              addressOf(y, lse, row));
+          Value stage = arith::RemUIOp::create(ib, il, tb, y.cstIndex(stages));
+          Value dst = arith::AddIOp::create(
+              ib, il, shared.addr,
+              toI32(y, y.add(y.cstIndex(layout.columnValues),
+                             y.mul(y.add(y.mul(stage, y.cstIndex(2 * tile)),
+                                         ids.tid),
+                                   y.cstIndex(4)))));
+          Value srcBytes = arith::SelectOp::create(
+              ib, il, y.cmpI(arith::CmpIPredicate::slt, tb, count),
+              cstI32(y, 4), cstI32(y, 0));
+          inlinePtx(y, "cp.async.ca.shared.global [$0], [$1], 4, $2;", {},
+                    ValueRange{dst, src, srcBytes});
+          scf::YieldOp::create(ib, il);
+        });
+  };
   auto storeColumn = [&](FragmentBuilder &x, Value tb, Value value) {
     scf::IfOp::create(
         x.b, x.loc, colLoader(x), [&](OpBuilder &ib, Location il) {
@@ -404,23 +456,30 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // dq atomics (_dkdv with ks.dqAtomic). dS^T of tile tb goes to buffer
   // tb % 2 (keys x queries, canonical no-swizzle layout: byte (key r, query
   // c) = (c / 8) colDs + 16 r + 2 (c % 8), colDs = 16 ownRows): a K-major A
-  // in the dK product's terms, an N-major B in dQ's. Once both warpgroups
-  // have stored it (the next block barrier), dQ_tb^T = K^T dS_tb^T (M = head
-  // dim, K = the block's keys, N = the tile's queries; K^T is the own K
-  // tile read M-major) is issued ahead of the next tile's S^T, so the wait
-  // for S^T also completes it, and its scale * dQ^T values go to dq_accum
-  // with one f32 atomic add each. Warpgroup w takes head-dim block w (D =
-  // 128, two warpgroups), both blocks (D = 128, one), or query half w of
-  // the one block (D = 64, two).
+  // in the dK product's terms. Once both warpgroups have stored it (the
+  // next block barrier), the tile's dQ products (K = the block's keys) are
+  // issued ahead of the next tile's S^T, so the wait for S^T also
+  // completes them, and their scale * dQ values go to dq_accum with f32
+  // atomic adds. Two forms (WgmmaBackwardShape::dqByQueries):
+  //  - block-m a multiple of 64: dQ_tb = dS_tb K (M = 64 queries, dS M-major
+  //    from the buffer, K the own K tile read N-major, N = head-dim
+  //    columns), two adjacent columns per red.global.add.v2.f32;
+  //  - 32-query tiles: dQ_tb^T = K^T dS_tb^T (M = 64 head-dim rows, K^T the
+  //    own K tile read M-major, dS^T N-major, N = queries), one
+  //    red.global.add.f32 per value.
+  // Warpgroup w takes M block w (as many blocks as warpgroups), every block
+  // (one warpgroup), or N columns [w N, (w + 1) N) of the one block.
+  const bool byQueries = ks.dqByQueries();
   Value dqAccum = dqAtomic ? func.getArgument(8) : Value();
   const int64_t colDs = ownRows * 16, warpgroups = W / 4;
-  const int64_t mBlocks = ks.d / 64;
+  const int64_t mBlocks = ks.dqBlocks();
   const int64_t dqPerWarpgroup = ks.dqProducts();
   const int64_t dqN = ks.dqColumns();
   Value dsThreadBytes, dqThreadRow, warpgroupIndex;
   if (dqAtomic) {
-    // Byte of (key 16 warp + g, query 2t) in a dS^T buffer; head-dim row
-    // 16 (warp % 4) + g of this thread's dQ^T fragment rows.
+    // Byte of (key 16 warp + g, query 2t) in a dS^T buffer; row 16 (warp %
+    // 4) + g of an M block (query or head dim): this thread's first dQ
+    // (dQ^T) fragment row.
     dsThreadBytes = toI32(
         fb, fb.add(fb.mul(fb.add(fb.mul(warp, fb.cstIndex(16)), g),
                           fb.cstIndex(16)),
@@ -431,7 +490,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                fb.cstIndex(16)),
         g);
   }
-  // The (head-dim block, query offset) of this warpgroup's p-th dQ product.
+  // The (M block, N offset) of this warpgroup's p-th dQ (dQ^T) product.
   auto dqPart = [&](FragmentBuilder &x, int64_t p) {
     if (mBlocks >= warpgroups)
       return std::make_pair(
@@ -470,92 +529,151 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     }
     inlinePtx(x, "fence.proxy.async.shared::cta;", {}, ValueRange{});
   };
-  // Issues this warpgroup's dQ_tb^T products (one wgmma group each): A =
-  // K^T M-major (TMA: the swizzled own K tile, head-dim blocks of 64
+  // Issues this warpgroup's dQ_tb (dQ_tb^T) products, one wgmma group each;
+  // a k16 step is 16 keys. The dS^T buffer is read with 8-query groups
+  // colDs apart and 8-key groups 128 bytes apart (M-major A of dQ, N-major
+  // B of dQ^T). The own K tile (TMA: swizzled, head-dim blocks of 64
   // columns ownRows x sw apart, 8-key groups 8 sw apart; cp.async: core
-  // columns colOwn apart, 8-key groups 128 bytes apart), B = dS^T N-major;
-  // a k16 step is 16 keys.
+  // columns colOwn apart, 8-key groups 128 bytes apart) is the N-major B of
+  // dQ (a column offset inside a block moves the start address) or the
+  // M-major A of dQ^T.
   const int64_t swK = tma ? tmaSwizzleBytes(ks.d) : 0;
-  Descriptor dqADesc, dqBDesc, dsADesc;
+  Descriptor dsDqDesc, kDqDesc, dsADesc;
   if (dqAtomic) {
-    dqADesc = tma ? makeDescriptor(fb, shared.units, ownRows * swK, 8 * swK,
+    dsDqDesc = makeDescriptor(fb, shared.units, 128, colDs);
+    kDqDesc = tma ? makeDescriptor(fb, shared.units, ownRows * swK, 8 * swK,
                                    swK)
                   : makeDescriptor(fb, shared.units, 128, colOwn);
-    dqBDesc = makeDescriptor(fb, shared.units, 128, colDs);
     dsADesc = makeDescriptor(fb, shared.units, colDs, 128);
   }
+  const int64_t kDqStep = (tma ? 16 * swK : 256) >> 4;
   auto issueDq = [&](FragmentBuilder &x, Value tb) {
     SmallVector<SmallVector<Value>> accs;
     Value buffer = arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(2));
+    Value dsBytes = x.add(x.cstIndex(layout.dsBuffers),
+                          x.mul(buffer, x.cstIndex(ks.dsBufferBytes())));
+    // The byte of head-dim column c (a multiple of 8) in the own K tile.
+    auto kColumnBytes = [&](Value c) {
+      if (!tma)
+        return x.mul(arith::DivUIOp::create(x.b, x.loc, c, x.cstIndex(8)),
+                     x.cstIndex(colOwn));
+      return x.add(
+          x.mul(arith::DivUIOp::create(x.b, x.loc, c, x.cstIndex(64)),
+                x.cstIndex(ownRows * swK)),
+          x.mul(arith::RemUIOp::create(x.b, x.loc, c, x.cstIndex(64)),
+                x.cstIndex(2)));
+    };
+    // The byte of query c (a multiple of 8) in the dS^T buffer.
+    auto dsColumnBytes = [&](Value c) {
+      return x.add(dsBytes,
+                   x.mul(arith::DivUIOp::create(x.b, x.loc, c, x.cstIndex(8)),
+                         x.cstIndex(colDs)));
+    };
     for (int64_t p = 0; p < dqPerWarpgroup; ++p) {
       auto [mBlock, nOffset] = dqPart(x, p);
-      int64_t mBlockBytes = tma ? ownRows * swK : 8 * colOwn;
-      Value aBytes = x.add(x.cstIndex(layout.ownFirst),
-                           x.mul(mBlock, x.cstIndex(mBlockBytes)));
-      Value bBytes = x.add(
-          x.add(x.cstIndex(layout.dsBuffers),
-                x.mul(buffer, x.cstIndex(ks.dsBufferBytes()))),
-          x.mul(arith::DivUIOp::create(x.b, x.loc, nOffset, x.cstIndex(8)),
-                x.cstIndex(colDs)));
-      accs.push_back(wgmmaProductSS(
-          x, dqN, ownRows / 16, dqADesc.at(x, unitsOf(x, aBytes)),
-          (tma ? 16 * swK : 256) >> 4, dqBDesc.at(x, unitsOf(x, bBytes)),
-          256 >> 4, /*zeroInit=*/false, SwizzledSteps{}, /*transA=*/true,
-          /*transB=*/true));
+      Value m0 = x.mul(mBlock, x.cstIndex(64));
+      Value dsAt = dsColumnBytes(byQueries ? m0 : nOffset);
+      Value kAt = x.add(x.cstIndex(layout.ownFirst),
+                        kColumnBytes(byQueries ? nOffset : m0));
+      Value dsDesc = dsDqDesc.at(x, unitsOf(x, dsAt));
+      Value kDesc = inLoop(x, kDqDesc.at(x, unitsOf(x, kAt)));
+      accs.push_back(byQueries ? wgmmaProductSS(x, dqN, ownRows / 16, dsDesc,
+                                                256 >> 4, kDesc, kDqStep,
+                                                /*zeroInit=*/false,
+                                                SwizzledSteps{},
+                                                /*transA=*/true,
+                                                /*transB=*/true)
+                               : wgmmaProductSS(x, dqN, ownRows / 16, kDesc,
+                                                kDqStep, dsDesc, 256 >> 4,
+                                                /*zeroInit=*/false,
+                                                SwizzledSteps{},
+                                                /*transA=*/true,
+                                                /*transB=*/true));
     }
     return accs;
   };
-  // dq_accum[batch, query, d] += scale * dQ^T[d, query] for this thread's
+  // dq_accum[batch, query, d] += scale * dQ[query, d] for this thread's
   // fragment values of tile tb, queries past Tq skipped: one inline-PTX
-  // block per product (red.global.add.f32; the row addresses are made from
-  // one base and the row stride inside it, so that no per-element address
-  // stays live across the loop). Value i of a fragment is query + 8 (i /
-  // 4) + i % 2, head dim + 8 ((i % 4) / 2).
+  // block per product (the row addresses are made from one base and the
+  // row stride inside it, so that no per-element address stays live across
+  // the loop). Value i of a fragment is row + 8 ((i % 4) / 2), column
+  // 8 (i / 4) + 2t + i % 2: dQ rows are queries (values i, i + 1 go
+  // together, red.global.add.v2.f32), dQ^T rows head-dim columns (one
+  // red.global.add.f32 each).
   Value dqBase, dqRowBytes;
   if (dqAtomic) {
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dqAccum);
     Value ptr = arith::IndexCastUIOp::create(
         b, loc, i64,
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dqAccum));
-    Value first = fb.add(fb.add(meta.getOffset(),
-                                fb.mul(batch, meta.getStrides()[0])),
-                         dqThreadRow);
+    Value first = fb.add(meta.getOffset(), fb.mul(batch, meta.getStrides()[0]));
+    first = byQueries
+                ? fb.add(first,
+                         fb.add(fb.mul(dqThreadRow, meta.getStrides()[1]), t2))
+                : fb.add(first, dqThreadRow);
     dqBase = arith::AddIOp::create(
         b, loc, ptr,
         arith::IndexCastOp::create(b, loc, i64,
                                    fb.mul(first, fb.cstIndex(4))));
-    dqRowBytes = arith::IndexCastOp::create(
-        b, loc, i64, fb.mul(meta.getStrides()[1], fb.cstIndex(4)));
+    // 32 bits (dq_accum rows are head dim x 4 bytes): one register less
+    // across the loop.
+    dqRowBytes = toI32(fb, fb.mul(meta.getStrides()[1], fb.cstIndex(4)));
   }
   auto dqAtomics = [&](FragmentBuilder &x, Value tb,
                        ArrayRef<SmallVector<Value>> accs) {
     for (auto [p, acc] : llvm::enumerate(accs)) {
       auto [mBlock, nOffset] = dqPart(x, p);
-      Value query0 = x.add(x.add(x.mul(tb, bt), nOffset), t2);
+      Value m0 = x.mul(mBlock, x.cstIndex(64));
+      // The first query of this thread's fragment rows (columns).
+      Value query0 = x.add(x.mul(tb, bt), byQueries ? x.add(m0, dqThreadRow)
+                                                    : x.add(nOffset, t2));
+      Value column0 = byQueries ? nOffset : m0;
       Value rowBase = arith::AddIOp::create(
           x.b, x.loc, dqBase,
           arith::AddIOp::create(
               x.b, x.loc,
               arith::MulIOp::create(
                   x.b, x.loc,
-                  arith::IndexCastOp::create(x.b, x.loc, i64, query0),
-                  dqRowBytes),
-              arith::IndexCastOp::create(
-                  x.b, x.loc, i64, x.mul(mBlock, x.cstIndex(64 * 4)))));
+                  arith::IndexCastOp::create(
+                      x.b, x.loc, i64,
+                      byQueries ? x.sub(query0, dqThreadRow) : query0),
+                  arith::ExtSIOp::create(x.b, x.loc, i64, dqRowBytes)),
+              arith::IndexCastOp::create(x.b, x.loc, i64,
+                                         x.mul(column0, x.cstIndex(4)))));
       Value rowsLeft = toI32(x, x.sub(tq, query0));
       std::string text = "{\n.reg .b64 ra;\n.reg .pred pv;\n";
       SmallVector<Value> ins = {rowBase, dqRowBytes, rowsLeft};
-      for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); i += 4)
-        for (int64_t e = 0; e < 2; ++e) {
-          int64_t row = 8 * (i / 4) + e;
-          text += "mad.lo.s64 ra, $1, " + std::to_string(row) + ", $0;\n";
-          text += "setp.gt.s32 pv, $2, " + std::to_string(row) + ";\n";
-          for (int64_t h = 0; h < 2; ++h) {
-            text += "@pv red.global.add.f32 [ra+" + std::to_string(32 * h) +
-                    "], $" + std::to_string(ins.size()) + ";\n";
-            ins.push_back(x.mulF(acc[i + 2 * h + e], x.cstF32(ks.scale)));
+      auto scaled = [&](int64_t i) {
+        return x.mulF(acc[i], x.cstF32(ks.scale));
+      };
+      auto rowStart = [&](int64_t row) {
+        text += "mad.wide.s32 ra, $1, " + std::to_string(row) + ", $0;\n";
+        text += "setp.gt.s32 pv, $2, " + std::to_string(row) + ";\n";
+      };
+      const int64_t size = acc.size();
+      if (byQueries) {
+        for (int64_t h = 0; h < 2; ++h) {
+          rowStart(8 * h);
+          for (int64_t i = 0; i < size; i += 4) {
+            text += "@pv red.global.add.v2.f32 [ra+" + std::to_string(8 * i) +
+                    "], {$" + std::to_string(ins.size()) + ", $" +
+                    std::to_string(ins.size() + 1) + "};\n";
+            ins.push_back(scaled(i + 2 * h));
+            ins.push_back(scaled(i + 2 * h + 1));
           }
         }
+      } else {
+        for (int64_t i = 0; i < size; i += 4)
+          for (int64_t e = 0; e < 2; ++e) {
+            rowStart(8 * (i / 4) + e);
+            for (int64_t h = 0; h < 2; ++h) {
+              text += "@pv red.global.add.f32 [ra+" +
+                      std::to_string(32 * h) + "], $" +
+                      std::to_string(ins.size()) + ";\n";
+              ins.push_back(scaled(i + 2 * h + e));
+            }
+          }
+      }
       text += "}";
       inlinePtx(x, text, {}, ins);
     }
@@ -597,7 +715,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     if (dqTb)
       dqAcc = issueDq(x, dqTb);
     SmallVector<Value> sAcc = productOwnLoop(
-        x, ks.d, ownFirstBase, loopKFirst.at(x, firstUnitsOf(x, tb)));
+        x, ks.d, inLoop(x, ownFirstBase),
+        loopKFirst.at(x, firstUnitsOf(x, tb)));
     // dq atomics: once the dQ^T products are done (S^T still running), their
     // values go out, before the next products take registers.
     if (dqTb) {
@@ -611,7 +730,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     if (issueOld && dkdv)
       accFirst = issueOld(x, accFirst);
     SmallVector<Value> dpAcc = productOwnLoop(
-        x, ks.dv, ownSecondBase, loopKSecond.at(x, secondUnits));
+        x, ks.dv, inLoop(x, ownSecondBase), loopKSecond.at(x, secondUnits));
     if (issueOld && !dkdv)
       accFirst = issueOld(x, accFirst);
     const int64_t pendingAfterS = issueOld ? 2 : 1;
@@ -777,7 +896,11 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         loadHalf(x, ahead, /*second=*/true);
         if (tma)
           waitTile(x, tb);
-        Value column = dkdv ? loadColumn(x, ahead) : Value();
+        Value column;
+        if (dkdv && tma)
+          copyColumnAsync(x, ahead);
+        else if (dkdv)
+          column = loadColumn(x, ahead);
         TileResult r =
             tileStep(x, tb, prev.accFirst, prev.accSecond,
                      [&](FragmentBuilder &y, SmallVector<Value> acc) {
@@ -789,7 +912,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         // tb - 1, read before the last block barrier, and are read after
         // the next one.
         if (tma && dkdv)
-          storeColumn(x, ahead, column);
+          inlinePtx(x, "cp.async.wait_all;", {}, ValueRange{});
         // Every warpgroup is done with the first half of tile tb - 1.
         gpu::BarrierOp::create(lb, ll);
         loadHalf(x, ahead, /*second=*/false);
