@@ -44,6 +44,10 @@
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true wgmma=false output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRMMA
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_80 dq-atomics=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR80
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a dq-atomics=true features=+ptx80 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPTX
+// block-n shapes only the split form's _dq: unused here, but still checked.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a block-n=64 output-dir=%t/bn" -o /dev/null
+// RUN: cmp %t/da_bf16_d128_causal_attention_backward_0.ptx %t/bn/da_bf16_d128_causal_attention_backward_0.ptx
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a block-n=1000 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRBLOCKN
 
 // MANIFEST: deterministic 0
 // MANIFEST: scratch dq_accum f32 batch seqlen_q head_dim
@@ -106,6 +110,7 @@
 // ERRDET: error: fa-to-ptx: dq-atomics=true adds dq with f32 atomics, which is not bitwise reproducible: it cannot be combined with deterministic=true
 // ERRMMA: error: fa-to-ptx: dq-atomics=true needs the wgmma backward (chip=sm_90a, wgmma=true, tensor-cores=true), got chip=sm_90a with wgmma=false
 // ERR80: error: fa-to-ptx: dq-atomics=true needs the wgmma backward ({{.*}}), got chip=sm_80{{$}}
+// ERRBLOCKN: error: 'fa.attention_backward' op the wgmma backward expects block-n (keys per dq tile) to be a multiple of 16 of at most 256, got 1000
 // ERRPTX: error: fa-to-ptx: dq-atomics=true needs PTX ISA 8.1 or later (red.global.add.v2.f32), got features=+ptx80
 
 func.func @da_bf16_d128_causal(%q: tensor<2x8x?x128xbf16>, %k: tensor<2x8x?x128xbf16>, %v: tensor<2x8x?x128xbf16>, %o: tensor<2x8x?x128xbf16>, %do: tensor<2x8x?x128xbf16>, %lse: tensor<2x8x?xf32>) -> (tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>) {

@@ -311,9 +311,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "memory; dQ^T = K^T dS^T with 32-query tiles) and adds it into "
            "an f32 accumulator with red.global.add (.v2.f32 pairs: PTX ISA "
            "8.1), and `_dq_convert` replaces the `_dq` kernel (5 tile "
-           "products instead of 7; FlashAttention-2, Algorithm 2). Applies "
-           "with `wgmma`, head dim 64 or 128 and `deterministic` off (the "
-           "split kernels otherwise); dq is then not bitwise reproducible">,
+           "products instead of 7; FlashAttention-2, Algorithm 2; `block-n` "
+           "then shapes no backward kernel). Applies with `wgmma`, head dim "
+           "64 or 128 equal to Dv and `deterministic` off (the split "
+           "kernels otherwise); dq is then not bitwise reproducible. The "
+           "scalar and mma.sync backward kernels are not affected (they add "
+           "dq with atomics unless `deterministic`)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

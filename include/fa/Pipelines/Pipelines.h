@@ -129,10 +129,12 @@ struct FAToPTXPipelineOptions
       *this, "dq-atomics",
       llvm::cl::desc("fa.attention_backward on sm_90a: dq accumulated in "
                      "_dkdv with f32 atomics (5 tile products, no _dq "
-                     "kernel) where it applies: wgmma kernels, head dim 64 "
-                     "or 128, deterministic off, PTX ISA 8.1 or later; "
-                     "elsewhere, and with false, the split _dkdv + _dq "
-                     "kernels (convert-fa-to-gpu)"),
+                     "kernel, block-n unused) where it applies: wgmma "
+                     "kernels, head dim 64 or 128 (= Dv), deterministic "
+                     "off, PTX ISA 8.1 or later; elsewhere, and with false, "
+                     "the wgmma backward's split _dkdv + _dq kernels (the "
+                     "other backward kernels add dq with atomics unless "
+                     "deterministic) (convert-fa-to-gpu)"),
       llvm::cl::init(true)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",

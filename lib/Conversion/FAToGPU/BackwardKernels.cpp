@@ -182,8 +182,10 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   // without spills with two warpgroups and spill with one, and cp.async's
   // copy addresses spilled there: 24 more).
   const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
+  // D = Dv only: with D != Dv the causal _dkdv spilled (e.g. 20 bytes at D
+  // 128, Dv 64), and the GPU check covers D = Dv.
   const bool dqAtomic = options.dqAtomics && !options.deterministic &&
-                        (bs.d == 64 || bs.d == 128);
+                        (bs.d == 64 || bs.d == 128) && bs.dv == bs.d;
   auto regs = [&](bool dkdv, int64_t tile) {
     if (dkdv && dqAtomic)
       return bs.d / 2 + bs.dv / 2 + tile + tile * bs.d / (128 * (warps / 4)) +
@@ -210,6 +212,16 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   SmallVector<bool, 2> kernels = {true};
   if (!dqAtomic)
     kernels.push_back(false);
+  // block-n shapes only the _dq kernel, which dq atomics leave out: still
+  // checked, so that a value the split kernels reject is an error either
+  // way.
+  if (dqAtomic && options.blockN &&
+      (options.blockN % 16 != 0 || options.blockN > 256)) {
+    os << "the wgmma backward expects block-n (keys per dq tile) to be a "
+          "multiple of 16 of at most 256, got "
+       << options.blockN;
+    return std::nullopt;
+  }
   for (bool dkdv : kernels) {
     int64_t given = dkdv ? options.blockM : options.blockN;
     StringRef what = dkdv ? "block-m (queries per dk/dv tile)"
