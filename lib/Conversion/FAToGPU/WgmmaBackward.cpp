@@ -301,6 +301,14 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                         MemRefLayoutAttrInterface(), workgroup),
         shared.raw, fb.cstIndex(layout.columnValues), ValueRange{});
   }
+  // A loader thread's column: whether it copies delta (else lse), and the
+  // query r0 + tid % tile of tile tb (clamped to the last one).
+  auto columnOf = [&](FragmentBuilder &y, Value tb) {
+    Value colThread = arith::RemUIOp::create(y.b, y.loc, ids.tid, bt);
+    Value isDelta = y.cmpI(arith::CmpIPredicate::uge, ids.tid, bt);
+    Value row = y.minS(y.add(y.mul(tb, bt), colThread), lastQuery);
+    return std::make_pair(isDelta, row);
+  };
   // The lse (or delta) of query r0 + tid % tile of tile tb, for a loader
   // thread of a tile in range (0 otherwise).
   auto loadColumn = [&](FragmentBuilder &x, Value tb) -> Value {
@@ -311,9 +319,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     OpBuilder::InsertionGuard guard(x.b);
     x.b.setInsertionPointToStart(ifOp.thenBlock());
     FragmentBuilder y(x.b, x.loc, ks.elt);
-    Value colThread = arith::RemUIOp::create(x.b, x.loc, ids.tid, bt);
-    Value isDelta = y.cmpI(arith::CmpIPredicate::uge, ids.tid, bt);
-    Value row = y.minS(y.add(y.mul(tb, bt), colThread), lastQuery);
+    auto [isDelta, row] = columnOf(y, tb);
     Value fromLse = y.load(lse, {batch, row});
     Value fromDelta = y.load(delta, {batch, row});
     scf::YieldOp::create(x.b, x.loc,
@@ -344,9 +350,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     scf::IfOp::create(
         x.b, x.loc, colLoader(x), [&](OpBuilder &ib, Location il) {
           FragmentBuilder y(ib, il, ks.elt);
-          Value colThread = arith::RemUIOp::create(ib, il, ids.tid, bt);
-          Value isDelta = y.cmpI(arith::CmpIPredicate::uge, ids.tid, bt);
-          Value row = y.minS(y.add(y.mul(tb, bt), colThread), lastQuery);
+          auto [isDelta, row] = columnOf(y, tb);
           Value src = arith::SelectOp::create(ib, il, isDelta,
                                               addressOf(y, delta, row),
                                               addressOf(y, lse, row));
