@@ -332,7 +332,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // past the last tile), completed by the loader's cp.async.wait_all before
   // the block barrier that ends the iteration: no register holds the value
   // across the iteration.
-  auto addressOf = [&](FragmentBuilder &x, Value memref, Value row) {
+  // The global address of f32 element [batch, row(, column)] of `memref`
+  // (a unit-stride innermost dim when a column is given).
+  auto addressOf = [&](FragmentBuilder &x, Value memref, Value row,
+                       Value column = Value()) {
     auto meta = memref::ExtractStridedMetadataOp::create(x.b, x.loc, memref);
     Value ptr = arith::IndexCastUIOp::create(
         x.b, x.loc, i64,
@@ -340,6 +343,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     Value element =
         x.add(x.add(meta.getOffset(), x.mul(batch, meta.getStrides()[0])),
               x.mul(row, meta.getStrides()[1]));
+    if (column)
+      element = x.add(element, column);
     return arith::AddIOp::create(
                x.b, x.loc, ptr,
                arith::IndexCastOp::create(x.b, x.loc, i64,
@@ -606,19 +611,12 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // red.global.add.f32 each).
   Value dqBase, dqRowBytes;
   if (dqAtomic) {
+    // This thread's first fragment value: [batch, 16 (warp % 4) + g, 2t]
+    // (dQ rows are queries) or [batch, 0, 16 (warp % 4) + g] (dQ^T rows are
+    // head-dim columns).
+    dqBase = byQueries ? addressOf(fb, dqAccum, dqThreadRow, t2)
+                       : addressOf(fb, dqAccum, c0, dqThreadRow);
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dqAccum);
-    Value ptr = arith::IndexCastUIOp::create(
-        b, loc, i64,
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dqAccum));
-    Value first = fb.add(meta.getOffset(), fb.mul(batch, meta.getStrides()[0]));
-    first = byQueries
-                ? fb.add(first,
-                         fb.add(fb.mul(dqThreadRow, meta.getStrides()[1]), t2))
-                : fb.add(first, dqThreadRow);
-    dqBase = arith::AddIOp::create(
-        b, loc, ptr,
-        arith::IndexCastOp::create(b, loc, i64,
-                                   fb.mul(first, fb.cstIndex(4))));
     // 32 bits (dq_accum rows are head dim x 4 bytes): one register less
     // across the loop.
     dqRowBytes = toI32(fb, fb.mul(meta.getStrides()[1], fb.cstIndex(4)));
