@@ -14,6 +14,10 @@
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d128_causal_attention_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/f16_d64_causal_attention_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d32_attention_0.ptx -o %t/d.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// Head dim 64, bottom_right, [2, 8, ?, 64] with lse: the causal offset
+// (Tk - Tq) is passed through inline PTX where the masked branch uses it,
+// or the row limits are hoisted out of the key loop (4 bytes of spills).
+// RUN: %ptxas -arch=sm_90a -v %t/bf16_d64_bottom_right_attention_0.ptx -o %t/br.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // The backward: version 4 manifest, four maps per wgmma kernel, no spills;
 // by default the dq-atomics form (_dkdv adds dq into dq_accum), with
 // deterministic=true the split _dkdv + _dq kernels.
@@ -82,15 +86,15 @@
 // MANIFEST-NEXT: tensor_map v 64 128 128
 // MANIFEST-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
 
-// Head dim 64 with a causal mask keeps the kernel without producer (the
-// 12-warp one spills there): 8 warps, block_n 64.
-// MANIFEST64: block_m 128
-// MANIFEST64: block_n 64
-// MANIFEST64: threads 256
+// Head dim 64 with a causal mask: the producer warpgroup with three
+// consumer warpgroups (block_m 192, 512 threads) and 128-key tiles.
+// MANIFEST64: block_m 192
+// MANIFEST64: block_n 128
+// MANIFEST64: threads 512
 // MANIFEST64: params q k v o
-// MANIFEST64-NEXT: tensor_map q 64 128 128
-// MANIFEST64-NEXT: tensor_map k 64 64 128
-// MANIFEST64-NEXT: tensor_map v 64 64 128
+// MANIFEST64-NEXT: tensor_map q 64 192 128
+// MANIFEST64-NEXT: tensor_map k 64 128 128
+// MANIFEST64-NEXT: tensor_map v 64 128 128
 // Head dim 32: rows of 64 bytes, so 32-column boxes with the 64-byte
 // swizzle; no mask, so the producer warpgroup with three consumer
 // warpgroups (block_m 192, 512 threads) and 128-key tiles.
@@ -211,6 +215,11 @@ func.func @bf16_d128_causal(%q: tensor<?x?x128xbf16>, %k: tensor<?x?x128xbf16>, 
 func.func @f16_d64_causal(%q: tensor<4x?x64xf16>, %k: tensor<4x?x64xf16>, %v: tensor<4x?x64xf16>) -> tensor<4x?x64xf16> {
   %o = fa.attention %q, %k, %v causal(top_left) : tensor<4x?x64xf16>, tensor<4x?x64xf16>, tensor<4x?x64xf16> -> tensor<4x?x64xf16>
   return %o : tensor<4x?x64xf16>
+}
+
+func.func @bf16_d64_bottom_right(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x8x?x64xbf16>, %v: tensor<2x8x?x64xbf16>) -> (tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(bottom_right) : tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16> -> tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
+  return %o, %lse : tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
 }
 
 func.func @bf16_d64_none(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> tensor<?x?x64xbf16> {

@@ -40,15 +40,15 @@
 // MANIFEST-NEXT:head_dim 64
 // MANIFEST-NEXT:head_dim_v 64
 // MANIFEST-NEXT:has_lse 1
-// MANIFEST-NEXT:block_m 128
-// MANIFEST-NEXT:block_n 64
-// MANIFEST-NEXT:threads 256
-// MANIFEST-NEXT:shared_bytes 65592
+// MANIFEST-NEXT:block_m 192
+// MANIFEST-NEXT:block_n 128
+// MANIFEST-NEXT:threads 512
+// MANIFEST-NEXT:shared_bytes 90184
 // MANIFEST-NEXT:row_align 16
 // MANIFEST-NEXT:params q k v o lse
-// MANIFEST-NEXT:tensor_map q 64 128 128
-// MANIFEST-NEXT:tensor_map k 64 64 128
-// MANIFEST-NEXT:tensor_map v 64 64 128
+// MANIFEST-NEXT:tensor_map q 64 192 128
+// MANIFEST-NEXT:tensor_map k 64 128 128
+// MANIFEST-NEXT:tensor_map v 64 128 128
 // MANIFEST-NEXT:grid ceil_div(seqlen_q,block_m) batch 1
 //  MANIFEST-NOT:{{.}}
 
@@ -56,7 +56,7 @@
 // (--implicit-check-not on the RUN lines).
 // PTX90: .target sm_90a
 // PTX90: .visible .entry main_attention_0(
-// PTX90: .maxntid 256, 1, 1
+// PTX90: .maxntid 512, 1, 1
 // PTX90: .shared .align 1024 .b8 __dynamic_shmem
 // PTX90: bar.sync
 // PTX90: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16

@@ -291,8 +291,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "stage on an 'empty' mbarrier, with no block barrier in the key "
            "loop (FlashAttention-3, Section 3.1). Default block-n with it: "
            "128. When none of num-warps, block-m and block-n is given, head "
-           "dims up to 64 take 12 consumer warps (block-m 192), and with a "
-           "causal mask keep the 8-warp kernel without producer. Needs "
+           "dims up to 64 take 12 consumer warps (block-m 192), with or "
+           "without a causal mask. Needs "
            "`tma`; ignored by the backward and by ops that take another "
            "kernel">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"false",

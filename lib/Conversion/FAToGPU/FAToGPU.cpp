@@ -123,15 +123,11 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   // T 2k and 4k; docs/PERFORMANCE.md), when no shape option is given: head
   // dims up to 64 take three consumer warpgroups and 128-key tiles (with
   // two the block is alone on its multiprocessor and slower than the
-  // kernel without a producer); with a causal mask there they spill, and
-  // the 8-warp kernel without a producer stays the default.
+  // kernel without a producer), with or without a causal mask.
   const bool defaultShape =
       !options.numWarps && !options.blockM && !options.blockN;
   const bool smallHead = std::max(ks.d, ks.dv) <= 64;
-  bool producerWarp = options.producerWarp;
-  if (producerWarp && defaultShape && smallHead &&
-      ks.causal != CausalKind::none)
-    producerWarp = false;
+  const bool producerWarp = options.producerWarp;
   int64_t warps = options.numWarps ? options.numWarps
                   : producerWarp && smallHead && defaultShape ? 12
                                                               : 8;

@@ -561,12 +561,16 @@ inline VisibleKeys visibleKeys(FragmentBuilder &fb, CausalKind causal,
 /// `warpRow0`). Key j0 + n * 8 + 2t + e is hidden from row rowOf(r, h)
 /// when it is past limit(r, h) = min(row + offset, Tk - 1) (Tk - 1 without
 /// causal): one compare per element, the limits built once per row inside
-/// the masked branch.
+/// the masked branch. `inBranch` (if given) passes the limits' loop-
+/// invariant inputs through where the branch uses them, so that LLVM
+/// cannot hoist the limits out of an enclosing loop (registers held
+/// across it).
 inline void maskScoreBlock(
     FragmentBuilder &x, SmallVectorImpl<SmallVector<Value>> &s,
     CausalKind causal, Value j0, int64_t blockN, Value tk, Value warpRow0,
     Value causalOffset, Value t2,
-    llvm::function_ref<Value(FragmentBuilder &, int64_t, int64_t)> rowOf) {
+    llvm::function_ref<Value(FragmentBuilder &, int64_t, int64_t)> rowOf,
+    llvm::function_ref<Value(FragmentBuilder &, Value)> inBranch = nullptr) {
   Value needMask = x.cmpI(arith::CmpIPredicate::sgt,
                           x.add(j0, x.cstIndex(blockN)), tk);
   if (causal != CausalKind::none) {
@@ -582,9 +586,12 @@ inline void maskScoreBlock(
         Value &limit = limits[{r, h}];
         if (!limit) {
           Value lastKey = y.sub(tk, y.cstIndex(1));
+          Value offset = inBranch && causal != CausalKind::none
+                             ? inBranch(y, causalOffset)
+                             : causalOffset;
           limit = causal == CausalKind::none
                       ? lastKey
-                      : y.minS(y.add(rowOf(y, r, h), causalOffset), lastKey);
+                      : y.minS(y.add(rowOf(y, r, h), offset), lastKey);
         }
         Value key = y.add(y.add(j0, t2), y.cstIndex(n * 8 + e));
         return y.cmpI(arith::CmpIPredicate::sgt, key, limit);

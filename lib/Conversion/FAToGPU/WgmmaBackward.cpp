@@ -154,13 +154,6 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   };
   Value ownFirstBase = ownBase(layout.ownFirst, swFirst);
   Value ownSecondBase = ownBase(layout.ownSecond, swSecond);
-  // A loop-invariant descriptor base, passed through (empty) inline PTX
-  // where a product uses it: LLVM would otherwise hoist each k16 step's
-  // descriptor (base + offset, 64 bits) out of the loop, and the 8 steps
-  // of each own-tile product would hold 16 registers across it.
-  auto inLoop = [](FragmentBuilder &x, Value base) {
-    return ptxWith(x, "", ValueRange{base}).front();
-  };
   auto loopKDesc = [&](int64_t sw) {
     return tma ? makeDescriptor(fb, shared.units, 16, 8 * sw, sw)
                : makeDescriptor(fb, shared.units, colTile, 128);

@@ -280,12 +280,12 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         kDesc.at(x, stageUnits(x, jb, stages, layout.kOffset, kStageBytes));
     if (ks.tma)
       return wgmmaProductSS(
-          x, blockN, dChunks, qBase, 32 >> 4, kBase, 32 >> 4,
+          x, blockN, dChunks, inLoop(x, qBase), 32 >> 4, kBase, 32 >> 4,
           /*zeroInit=*/false,
           SwizzledSteps{swizzleQK / 32, (blockM * swizzleQK) >> 4,
                         (blockN * swizzleQK) >> 4});
-    return wgmmaProductSS(x, blockN, dChunks, qBase, (2 * colM) >> 4, kBase,
-                          (2 * colN) >> 4);
+    return wgmmaProductSS(x, blockN, dChunks, inLoop(x, qBase),
+                          (2 * colM) >> 4, kBase, (2 * colN) >> 4);
   };
   // Issues O += P V_jb (blockN/16 wgmma m64n{dv}k16, A = P from the
   // registers `pRegs`, B = V_jb N-major from workgroup memory) as one
@@ -314,7 +314,16 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     Value scaleC = scoreFactor(x, s, ks.scale);
     maskScoreBlock(
         x, s, ks.causal, j0, blockN, tk, warpRow0, causalOffset, t2,
-        [&](FragmentBuilder &y, int64_t, int64_t h) { return rowOf(y, h); });
+        [&](FragmentBuilder &y, int64_t, int64_t h) { return rowOf(y, h); },
+        // bottom_right's offset Tk - Tq through inline PTX in the masked
+        // branch: hoisted row limits would spill the 12-warp D 64 kernel.
+        [](FragmentBuilder &y, Value v) -> Value {
+          if (matchPattern(v, m_Constant()))
+            return v;
+          Value word = arith::IndexCastOp::create(y.b, y.loc, y.b.getI32Type(), v);
+          return arith::IndexCastOp::create(y.b, y.loc, y.b.getIndexType(),
+                                            inLoop(y, word));
+        });
     Softmax r{onlineSoftmaxStep(x, s, m, l, scaleC), {}};
     r.pRegs = packARegisters(x, r.step.p[0]);
     return r;

@@ -89,6 +89,14 @@ inline SmallVector<Value> ptxWith(FragmentBuilder &x, StringRef text,
   return inlinePtx(x, text, types, ValueRange{}, values);
 }
 
+/// A loop-invariant wgmma descriptor base passed through (empty) inline
+/// PTX where a product uses it. LLVM would otherwise hoist each k16 step's
+/// descriptor (base + offset, 64 bits) out of the enclosing loop, and a
+/// product of 8 steps would hold 16 registers across the loop.
+inline Value inLoop(FragmentBuilder &x, Value base) {
+  return ptxWith(x, "", ValueRange{base}).front();
+}
+
 /// The f32 scalars of C fragments (vector<2x2xf32>) in wgmma accumulator
 /// order, and back.
 inline SmallVector<Value> toScalars(FragmentBuilder &x, ArrayRef<Value> tiles) {

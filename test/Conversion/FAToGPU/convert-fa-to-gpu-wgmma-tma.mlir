@@ -7,8 +7,9 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=CPASYNC
 // stages=3 given: D 128 keeps block_n 128 with three stages.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 stages=3" | FileCheck %s --check-prefix=STAGES3
-// producer-warp=1: the first op (D 64, causal, default shape) keeps the
-// kernel without producer; the second gets the producer warpgroup.
+// producer-warp=1: the first op (D 64, causal, default shape) gets three
+// consumer warpgroups (block_m 192, 512 threads, 160 registers each) and
+// 128-key tiles; the second (D 128) two.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s --check-prefix=PRODUCER
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 pingpong=1" | FileCheck %s --check-prefix=PINGPONG
 // CPASYNC-NOT: tensor_map
@@ -124,9 +125,11 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // stage's empty barrier after the wgmma wait that read it; no block
 // barrier after the initial one.
 // PRODUCER-LABEL: module attributes
-// PRODUCER-SAME: block_m = 128 : i64, block_n = 64 : i64
-// PRODUCER-SAME: threads = 256 : i64
-// PRODUCER-NOT: setmaxnreg
+// PRODUCER-SAME: block_m = 192 : i64, block_n = 128 : i64
+// PRODUCER-SAME: threads = 512 : i64
+// PRODUCER: known_block_size = array<i32: 512, 1, 1>
+// PRODUCER: "setmaxnreg.dec.sync.aligned.u32 24;"
+// PRODUCER: "setmaxnreg.inc.sync.aligned.u32 160;"
 // PRODUCER-LABEL: module attributes
 // PRODUCER-SAME: block_m = 128 : i64, block_n = 128 : i64
 // PRODUCER-SAME: shared_bytes = 163912 : i64
@@ -164,9 +167,11 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER: gpu.return
 // Pingpong: the last warpgroup's first-turn gift to warpgroup 0 (barrier
 // 1), then in the prologue, each loop iteration and the last P V: wait
-// for the turn, issue, pass it on.
+// for the turn, issue, pass it on (the D 64 causal op's three consumer
+// warpgroups as well).
 // PINGPONG-LABEL: module attributes
-// PINGPONG-NOT: bar.sync
+// PINGPONG-SAME: threads = 512 : i64
+// PINGPONG: "bar.sync $0, 256;"
 // PINGPONG-LABEL: module attributes
 // PINGPONG-SAME: threads = 384 : i64
 // PINGPONG: "bar.arrive $0, 256;", "r" %c1_i32
