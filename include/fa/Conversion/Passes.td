@@ -149,8 +149,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     checks the usual ones); other head dims (e.g. 224 and 240: 8 to 72
     bytes), explicit shapes and some static seqlens (e.g. D 128 with
     Dv 32; with the producer warpgroup's 12-warp default at D 32 and 64, a
-    static seqlen_k of a few key blocks such as 200 or 256: 8 to 24 bytes)
-    may spill (ptxas -v tells), which costs speed, not correctness. With
+    static seqlen_k of a few key blocks such as 200 or 256: 8 to 24 bytes;
+    at D 64 with a causal mask, static seqlens such as 1000 or 4096: 4
+    bytes) may spill (ptxas -v tells), which costs speed, not correctness. With
     the producer warpgroup and tiles that need fewer registers than the
     launch gives (e.g. block-n 64 at D 64), ptxas ignores the setmaxnreg
     pair (warning C7508) and the kernel runs without reallocation.
