@@ -155,7 +155,10 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       return "fa-to-ptx: tma=true needs the wgmma kernels (chip=sm_90a, "
              "wgmma=true, tensor-cores=true), " +
              *why;
-  // And stages, which only the wgmma kernels take.
+  // And stages, which only the wgmma kernels take (2 or 3).
+  if (options.stages != 0 && options.stages != 2 && options.stages != 3)
+    return "fa-to-ptx: expected stages 2 or 3, or 0 for the default, got " +
+           std::to_string(options.stages);
   if (given(options.stages) && options.stages != 0)
     if (auto why = ruledOut(/*needTma=*/false))
       return "fa-to-ptx: stages=" + std::to_string(options.stages) +

@@ -11,6 +11,9 @@
 // RUN: FileCheck %s --check-prefix=SM80 < %t/sm80/main_attention_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX80 --implicit-check-not=.extern < %t/sm80/main_attention_0.ptx
 // RUN: not fa-opt %s --fa-to-ptx="output-dir=/dev/null/fa" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODIR
+// An output-dir that exists as a file: reported at the input file, before
+// any kernel is written.
+// RUN: touch %t/file && not fa-opt %s --fa-to-ptx="output-dir=%t/file" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTDIR
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_75 output-dir=%t/sm75" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SM75 < %t/sm75/main_attention_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX75 < %t/sm75/main_attention_0.ptx
@@ -103,6 +106,7 @@
 // PTX75-NOT: mma.sync
 
 // NODIR: error: fa-export-kernels: cannot create directory '/dev/null/fa'
+// NOTDIR: fa-to-ptx.mlir:0:0: error: fa-export-kernels: output-dir '{{.*}}file' exists and is not a directory
 
 func.func @main(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x8x?x64xbf16>,
                 %v: tensor<2x8x?x64xbf16>) -> (tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>) {

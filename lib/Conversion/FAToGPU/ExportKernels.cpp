@@ -240,6 +240,13 @@ struct FAExportKernelsPass
                          << outputDir << "': " << ec.message();
       return signalPassFailure();
     }
+    // create_directories succeeds on an existing file (e.g. /dev/null).
+    if (!llvm::sys::fs::is_directory(outputDir)) {
+      mlir::emitError(module.getLoc())
+          << "fa-export-kernels: output-dir '" << outputDir
+          << "' exists and is not a directory";
+      return signalPassFailure();
+    }
 
     for (NamedAttribute entry : manifests) {
       StringRef kernel = entry.getName().getValue();
@@ -265,6 +272,10 @@ struct FAExportKernelsPass
                               "gpu-module-to-binary first)";
         return signalPassFailure();
       }
+      // gpu-module-to-binary leaves the binary without a location: report
+      // at the module then.
+      Location where =
+          isa<UnknownLoc>(binary.getLoc()) ? module.getLoc() : binary.getLoc();
       // The PTX of the first NVVM object in assembly format.
       gpu::ObjectAttr ptx;
       for (Attribute attr : binary.getObjects()) {
@@ -276,9 +287,10 @@ struct FAExportKernelsPass
         }
       }
       if (!ptx) {
-        binary.emitError() << "fa-export-kernels: expected an NVVM object in "
-                              "assembly (PTX) format, use "
-                              "gpu-module-to-binary format=isa";
+        mlir::emitError(where)
+            << "fa-export-kernels: expected an NVVM object in "
+               "assembly (PTX) format, use "
+               "gpu-module-to-binary format=isa";
         return signalPassFailure();
       }
       StringRef chip = cast<NVVM::NVVMTargetAttr>(ptx.getTarget()).getChip();
@@ -289,7 +301,7 @@ struct FAExportKernelsPass
       for (auto &[name, maps] : kernelsWithTensorMaps(manifest, kernel)) {
         size_t found = tensorMapParamsInPtx(text, name);
         if (found != maps) {
-          mlir::emitError(binary.getLoc())
+          mlir::emitError(where)
               << "fa-export-kernels: the manifest of @" << kernel
               << " gives kernel '" << name << "' " << maps
               << " tensor maps, but its PTX takes " << found
@@ -304,7 +316,7 @@ struct FAExportKernelsPass
       // one as external would not load.
       if (size_t pos = text.find("__nv_");
           pos != StringRef::npos && text.contains(".extern .func")) {
-        binary.emitError()
+        mlir::emitError(where)
             << "fa-export-kernels: the PTX of @" << kernel
             << " calls the libdevice function '"
             << text.substr(pos).take_while(
@@ -318,8 +330,8 @@ struct FAExportKernelsPass
       SmallString<256> ptxPath(outputDir), manifestPath(outputDir);
       llvm::sys::path::append(ptxPath, kernel + ".ptx");
       llvm::sys::path::append(manifestPath, kernel + ".manifest");
-      if (failed(writeFile(binary.getLoc(), ptxPath, text)) ||
-          failed(writeFile(binary.getLoc(), manifestPath,
+      if (failed(writeFile(where, ptxPath, text)) ||
+          failed(writeFile(where, manifestPath,
                            renderManifest(manifest, kernel, chip))))
         return signalPassFailure();
     }

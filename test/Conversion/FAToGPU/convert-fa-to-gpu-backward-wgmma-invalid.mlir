@@ -14,7 +14,7 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 stages=4" 2>&1 | FileCheck %s --check-prefix=STAGES4
 // RUN: not fa-opt %s --fa-to-ptx="stages=1" 2>&1 | FileCheck %s --check-prefix=STAGES1
 // STAGES4: error: convert-fa-to-gpu: expected stages 2 or 3, or 0 for the default, got 4
-// STAGES1: error: convert-fa-to-gpu: expected stages 2 or 3, or 0 for the default, got 1
+// STAGES1: error: fa-to-ptx: expected stages 2 or 3, or 0 for the default, got 1
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // The tensor-core kernels fold scale * log2(e) into one f32.
