@@ -123,9 +123,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     (the next of 64 and 32 when the tile does not split over the warps, its
     accumulators do not fit the registers or its stages do not fit).
     Default num-warps: 8; with the producer warpgroup and no shape option,
-    12 for head dims up to 64 without mask (with a causal mask there, no
-    producer warpgroup). Errors on the op: producer-warp or pingpong
-    without tma, pingpong without producer-warp; num-warps other
+    12 for head dims up to 64 (with or without a causal mask). Errors on
+    the op: producer-warp or pingpong without tma, pingpong without
+    producer-warp or with one consumer warpgroup (num-warps 4); num-warps other
     than 4, 8, 12 or 16 (also when derived from block-m) or block-m not
     16 x num-warps; block-n not a multiple of 16 or over 256; without
     `tma`, a K/V tile whose 8-row x 32-column groups do not split evenly
@@ -148,9 +148,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     spills with dynamic seqlens (test/Pipelines/fa-to-ptx-tensor-cores-ptxas.mlir
     checks the usual ones); other head dims (e.g. 224 and 240: 8 to 72
     bytes), explicit shapes and some static seqlens (e.g. D 128 with
-    Dv 32; with the producer warpgroup's 12-warp default at D 32 and 64, a
-    static seqlen_k of a few key blocks such as 200 or 256: 8 to 24 bytes;
-    at D 64 with a causal mask, static seqlens such as 1000 or 4096: 4
+    Dv 32; with the producer warpgroup's 12-warp default at D 32 and 64,
+    static seqlens, most of all a seqlen_k of a few key blocks such as 200
+    or 256: 4 to 72 bytes, e.g. 36 to 72 at D 64 with Dv 32; the
+    backward's split _dq at D 64 without mask and seqlen_k 200 or 256: 256
     bytes) may spill (ptxas -v tells), which costs speed, not correctness. With
     the producer warpgroup and tiles that need fewer registers than the
     launch gives (e.g. block-n 64 at D 64), ptxas ignores the setmaxnreg
@@ -301,7 +302,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "warpgroups: the consumer warpgroups take turns issuing their "
            "products (named barriers 1 to warpgroups), so that one's "
            "softmax overlaps another's products (FlashAttention-3, Section "
-           "3.1, pingpong scheduling); needs `producer-warp`">,
+           "3.1, pingpong scheduling); needs `producer-warp` (an error "
+           "without it or with one consumer warpgroup)">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

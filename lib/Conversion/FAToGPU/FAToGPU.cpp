@@ -159,6 +159,11 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     return op.emitOpError("pingpong scheduling needs the producer "
                           "warpgroup (producer-warp = true): the consumer "
                           "warpgroups must not share a block barrier");
+  if (options.pingpong && warps < 8)
+    return op.emitOpError("pingpong scheduling needs two or more consumer "
+                          "warpgroups (num-warps 8, 12 or 16), got num-warps "
+                          "= ")
+           << warps;
   const int64_t regBudget =
       (producerWarp
            ? gpukernel::consumerRegisters(warps)

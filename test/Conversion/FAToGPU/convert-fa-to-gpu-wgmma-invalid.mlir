@@ -11,12 +11,13 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 num-warps=16 block-n=128" 2>&1 | FileCheck %s --check-prefix=REGSPRODUCER
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 producer-warp=1" 2>&1 | FileCheck %s --check-prefix=PRODUCERTMA
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 pingpong=1" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 pingpong=1 num-warps=4" 2>&1 | FileCheck %s --check-prefix=PINGPONG4
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // The tensor-core kernels fold scale * log2(e) into one f32.
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" 2>&1 | FileCheck %s --check-prefix=SCALE
 
-// WARPS: :[[@LINE+15]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
+// WARPS: :[[@LINE+16]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
 // BLOCKM: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64
 // DERIVED: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got block-m = 512 (num-warps not given: block-m / 16 = 32)
 // BLOCKN: error: 'fa.attention' op the wgmma kernel expects block-n to be a multiple of 16 of at most 256, got 24
@@ -27,6 +28,7 @@
 // REGSPRODUCER: error: 'fa.attention' op the wgmma kernel's accumulators (block-n = 128, Dv = 128: 160 registers per thread) do not fit the 96 a thread of a 640-thread block can give them; use a smaller block-n or fewer warps
 // PRODUCERTMA: error: 'fa.attention' op the wgmma kernel's producer warpgroup and pingpong scheduling need its TMA loads (tma = true)
 // PINGPONG: error: 'fa.attention' op pingpong scheduling needs the producer warpgroup (producer-warp = true): the consumer warpgroups must not share a block barrier
+// PINGPONG4: error: 'fa.attention' op pingpong scheduling needs two or more consumer warpgroups (num-warps 8, 12 or 16), got num-warps = 4
 // SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, 2 K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
 
 func.func @f(%q: tensor<2x?x128xbf16>, %k: tensor<2x?x128xbf16>,
