@@ -219,8 +219,9 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.wgmma = true;
   ks.tma = options.tma;
   ks.producerWarp = producerWarp;
-  // Turns need two or more warpgroups; with one, pingpong changes nothing.
-  ks.pingpong = producerWarp && options.pingpong && warps >= 8;
+  // The checks above: pingpong has the producer and two or more
+  // warpgroups.
+  ks.pingpong = options.pingpong;
   ks.numWarps = warps;
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
