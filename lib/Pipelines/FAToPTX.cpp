@@ -156,7 +156,7 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "wgmma=true, tensor-cores=true), " +
              *why;
   // And stages, which only the wgmma kernels take (2 or 3).
-  if (options.stages != 0 && options.stages != 2 && options.stages != 3)
+  if (!fa::AttentionKernelOptions::isValidStages(options.stages))
     return "fa-to-ptx: expected stages 2 or 3, or 0 for the default, got " +
            std::to_string(options.stages);
   if (given(options.stages) && options.stages != 0)

@@ -836,7 +836,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.pingpong = pingpong;
     // Option errors at the module's location, not on the module: no dump
     // of the whole module after the message.
-    if (options.stages != 0 && options.stages != 2 && options.stages != 3) {
+    if (!AttentionKernelOptions::isValidStages(options.stages)) {
       emitError(module.getLoc(), "convert-fa-to-gpu: expected stages 2 or "
                                  "3, or 0 for the default, got ")
           << options.stages;

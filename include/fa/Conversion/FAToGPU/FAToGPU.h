@@ -62,6 +62,11 @@ struct AttentionKernelOptions {
   /// in the backward) in workgroup memory, 2 or 3; 0: 3 when they fit in
   /// maxSharedBytes, else 2.
   int64_t stages = 0;
+  /// Whether `value` is a `stages` value above (0, 2 or 3); the
+  /// convert-fa-to-gpu pass and the fa-to-ptx pipeline check it.
+  static bool isValidStages(int64_t value) {
+    return value == 0 || value == 2 || value == 3;
+  }
   /// wgmma forward: Q/K/V tiles by TMA (cp.async.bulk.tensor from tensor
   /// maps passed by value after the memref arguments) instead of cp.async.
   bool tma = false;
