@@ -327,10 +327,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         [](FragmentBuilder &y, Value v) -> Value {
           if (matchPattern(v, m_Constant()))
             return v;
-          Value word =
-              arith::IndexCastOp::create(y.b, y.loc, y.b.getI32Type(), v);
           return arith::IndexCastOp::create(y.b, y.loc, y.b.getIndexType(),
-                                            inLoop(y, word));
+                                            inLoop(y, toI32(y, v)));
         });
     Softmax r{onlineSoftmaxStep(x, s, m, l, scaleC), {}};
     r.pRegs = packARegisters(x, r.step.p[0]);
