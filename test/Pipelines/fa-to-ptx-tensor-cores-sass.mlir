@@ -17,7 +17,7 @@
 // workgroup memory, B transposed; dQ 64x64 with A and B transposed), dq
 // pairs added with f32x2 reductions, tiles by TMA completing on mbarriers
 // (the one cp.async: the column values). deterministic=true: the split
-// _dkdv (64x32 S^T, dP^T) and _dq.
+// _dkdv (64x64 S^T, dP^T: 64-query tiles, the TMA register model) and _dq.
 // RUN: %ptxas -arch=sm_90a %t/wg/bwd_bf16_d128_attention_backward_0.ptx -o %t/bwd.cubin
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWD
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
@@ -50,7 +50,7 @@
 // BWD-DAG: SYNCS.PHASECHK.TRANS64.TRYWAIT
 // BWD-DAG: MUFU.EX2
 // BWD-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS}}
-// BWDDET-DAG: HGMMA.64x32x16.F32.BF16 R{{[0-9]+}}, gdesc
+// BWDDET-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWDDET-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWDDET-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS|REDG}}
 // BWDDQ-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc

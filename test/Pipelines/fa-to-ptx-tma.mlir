@@ -28,6 +28,8 @@
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
 // RUN: FileCheck %s --check-prefix=BWDDET < %t/det/bwd_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=BWDDETPTX < %t/det/bwd_bf16_d128_causal_attention_backward_0.ptx
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true tma=false output-dir=%t/detcp" -o /dev/null
+// RUN: FileCheck %s --check-prefix=BWDDETCP < %t/detcp/bwd_bf16_d128_causal_attention_backward_0.manifest
 // RUN: %ptxas -arch=sm_90a -v %t/det/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/g.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: %ptxas -arch=sm_90a -v %t/det/bwd_f16_d64_attention_backward_0.ptx -o %t/h.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // A hand-built pipeline that leaves out fa-lower-tensor-map-params: the
@@ -169,15 +171,16 @@
 // BWDPTX-NOT: cp.async.cg
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq_convert(
 
-// deterministic=true: _dkdv (Q, dO tiles of block_m = 32 rows at D 128) and
+// deterministic=true: _dkdv (Q, dO tiles of block_m = 64 rows at D 128; 32
+// with cp.async, whose copy addresses take registers) and
 // _dq (own Q, dO; K, V tiles of block_n = 64) take four maps each.
 // BWDDET: deterministic 1
 // BWDDET: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
 // BWDDET: params q k v do lse delta dk dv
-// BWDDET-NEXT: tensor_map q 64 32 128
+// BWDDET-NEXT: tensor_map q 64 64 128
 // BWDDET-NEXT: tensor_map k 64 128 128
 // BWDDET-NEXT: tensor_map v 64 128 128
-// BWDDET-NEXT: tensor_map do 64 32 128
+// BWDDET-NEXT: tensor_map do 64 64 128
 // BWDDET-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
 // BWDDET: kernel bwd_bf16_d128_causal_attention_backward_0_dq
 // BWDDET: params q k v do lse delta dq
@@ -186,6 +189,9 @@
 // BWDDET-NEXT: tensor_map v 64 64 128
 // BWDDET-NEXT: tensor_map do 64 128 128
 // BWDDET-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
+// BWDDETCP: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
+// BWDDETCP-NEXT: threads 256
+// BWDDETCP-NEXT: block_m 32
 // BWDDETPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
 // BWDDETPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDDETPTX: cp.async.bulk.tensor.3d

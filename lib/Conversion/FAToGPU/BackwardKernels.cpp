@@ -180,7 +180,12 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   // of the tile's dQ (tile x D / warpgroups values over 128 threads;
   // measured with TMA: 64-query tiles at D 128 take 250-255 registers
   // without spills with two warpgroups and spill with one, and cp.async's
-  // copy addresses spilled there: 24 more).
+  // copy addresses spilled there: 24 more). The split _dkdv with TMA keeps
+  // no copy addresses and takes its column values from workgroup memory
+  // per use: measured with ptxas, 64-query tiles fit at every D, Dv in
+  // {32, 64, 128} (248-255 registers at D = Dv = 128) and 128-query tiles
+  // spill unless D = Dv = 32, which D / 2 + Dv / 2 + 3 x tile / 2 + 8
+  // separates.
   const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
   // D = Dv only: with D != Dv the causal _dkdv spilled (e.g. 20 bytes at D
   // 128, Dv 64), and the GPU check covers D = Dv.
@@ -190,8 +195,10 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     if (dkdv && dqAtomic)
       return bs.d / 2 + bs.dv / 2 + tile + tile * bs.d / (128 * (warps / 4)) +
              (options.tma ? 0 : 24);
-    return dkdv ? bs.d / 2 + bs.dv / 2 + 5 * tile / 2
-                : bs.d / 2 + bs.dv / 8 + 3 * tile / 2;
+    if (dkdv)
+      return bs.d / 2 + bs.dv / 2 +
+             (options.tma ? 3 * tile / 2 + 8 : 5 * tile / 2);
+    return bs.d / 2 + bs.dv / 8 + 3 * tile / 2;
   };
   // cp.async: the 8-row x 32-column copy groups of a tile split over the
   // warps (TMA: one thread issues the copies).

@@ -6,6 +6,9 @@
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-m=16" 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-m=128" 2>&1 | FileCheck %s --check-prefix=REGS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 block-n=256" 2>&1 | FileCheck %s --check-prefix=DQREGS
+// With TMA the split dk/dv kernel's model is D / 2 + Dv / 2 + 3 x tile / 2 + 8
+// (no copy addresses): 64-query tiles fit at D 128, 128-query tiles do not.
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 block-m=128" 2>&1 | FileCheck %s --check-prefix=REGSTMA
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=16" 2>&1 | FileCheck %s --check-prefix=WARPS16
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=8" 2>&1 | FileCheck %s --check-prefix=NODEFAULT
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=8 max-shared-bytes=65536" 2>&1 | FileCheck %s --check-prefix=SMEM
@@ -20,12 +23,13 @@
 // The tensor-core kernels fold scale * log2(e) into one f32.
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" 2>&1 | FileCheck %s --check-prefix=SCALE
 
-// WARPS: :[[@LINE+14]]:19: error: 'fa.attention_backward' op the wgmma backward expects one or two warpgroups: num-warps 4 or 8, got 6 (wgmma=false selects the mma.sync kernels)
+// WARPS: :[[@LINE+15]]:19: error: 'fa.attention_backward' op the wgmma backward expects one or two warpgroups: num-warps 4 or 8, got 6 (wgmma=false selects the mma.sync kernels)
 // BLOCKM: error: 'fa.attention_backward' op the wgmma backward expects block-m (queries per dk/dv tile) to be a multiple of 16 of at most 256, got 24
 // BLOCKM272: error: 'fa.attention_backward' op the wgmma backward expects block-m (queries per dk/dv tile) to be a multiple of 16 of at most 256, got 272
 // BLOCKN: error: 'fa.attention_backward' op the wgmma backward expects block-n (keys per dq tile) to be a multiple of 16 of at most 256, got 40
 // SPLIT: error: 'fa.attention_backward' op the wgmma backward expects the 8-row x 32-column groups of a Q/dO tile (block-m (queries per dk/dv tile) = 16, head dims 32 and 128) to split evenly over num-warps = 8
 // REGS: error: 'fa.attention_backward' op the wgmma backward's dk/dv accumulators (block-m (queries per dk/dv tile) = 128: 448 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
+// REGSTMA: error: 'fa.attention_backward' op the wgmma backward's dk/dv accumulators (block-m (queries per dk/dv tile) = 128: 328 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
 // DQREGS: error: 'fa.attention_backward' op the wgmma backward's dq accumulators (block-n (keys per dq tile) = 256: 464 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile (wgmma=false selects the mma.sync kernels)
 // WARPS16: error: 'fa.attention_backward' op the wgmma backward expects one or two warpgroups: num-warps 4 or 8, got 16 (wgmma=false selects the mma.sync kernels)
 // NODEFAULT: error: 'fa.attention_backward' op the wgmma backward has no default block-m (queries per dk/dv tile) (64 or 32) whose tiles split evenly over num-warps = 8 and fit the registers (head dims 32 and 128); give one (wgmma=false selects the mma.sync kernels)
