@@ -1,7 +1,8 @@
 // fa-to-ptx's default dq-atomics=true (sm_90a wgmma backward, head dim 64
 // or 128, deterministic off): _dkdv stores dS^T in workgroup memory, reads
-// it for dK += dS^T Q and for dQ = dS K (64-query tiles: wgmma with A and B
-// transposed, M = 64 queries, N = head dim split over the warpgroups), and
+// it for dK += dS^T Q and for dQ = dS K (64-query tiles at D 128: wgmma
+// with A and B transposed, M = 64 queries, N = head dim split over the
+// warpgroups; 128-query tiles at D 64: one M block per warpgroup), and
 // adds scale * dQ into the f32 dq_accum scratch with red.global.add.v2.f32
 // (adjacent head-dim pairs). With 32-query tiles (tma=false and num-warps=4
 // at D 128, whose 64-query tiles do not fit the registers) dQ^T = K^T dS^T
@@ -65,8 +66,13 @@
 // MANIFEST-NOT: tensor_map
 // MANIFEST-NOT: kernel
 
+// D 64: 128-query tiles (each warpgroup's dQ is one 64-query M block, N =
+// the whole head dim) in two stages: 165936 bytes of workgroup memory.
 // MANIFEST64: kernel da_f16_d64_attention_backward_0_dkdv
-// MANIFEST64: block_m 64
+// MANIFEST64-NEXT: threads 256
+// MANIFEST64-NEXT: block_m 128
+// MANIFEST64-NEXT: block_n 128
+// MANIFEST64-NEXT: shared_bytes 165936
 // MANIFEST64: params q k v do lse delta dk dv dq_accum
 // MANIFEST64: kernel da_f16_d64_attention_backward_0_dq_convert
 // MANIFEST64: block_m 16

@@ -214,7 +214,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     128 keys per `_dkdv` block, 128 queries per `_dq` block) held in
     workgroup memory, and loop over tiles of the other side: `_dkdv` over
     block-m queries (default 64, 32 where 64 does not fit the registers:
-    D 128 without `tma` or dq atomics), `_dq` over block-n keys (default 128, 64 or 32, the first that
+    D 128 without `tma` or dq atomics; with dq atomics 128 where it fits:
+    D 64 with `tma` and two warpgroups, then two stages), `_dq` over
+    block-n keys (default 128, 64 or 32, the first that
     fits); three stages of loop tiles when they fit, else two (`stages`
     fixes the count), and in
     `_dkdv` the tiles' lse and delta in workgroup memory. Each iteration

@@ -160,9 +160,11 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
 /// Completes `bs` for the sm_90a wgmma backward kernels with blocks of
 /// `warps` warps (16 x warps own rows: keys per `_dkdv` block, queries per
 /// `_dq` block) over loop tiles of block-m queries (`_dkdv`; default 64, or
-/// 32 where 64 does not fit the registers or the copy split) and block-n
-/// keys (`_dq`; default 128, 64 or 32, the first that fits); three loop
-/// stages when they fit max-shared-bytes, else two. Returns std::nullopt
+/// 32 where 64 does not fit the registers or the copy split; with dq
+/// atomics 128 first) and block-n keys (`_dq`; default 128, 64 or 32, the
+/// first that fits); three loop stages when they fit max-shared-bytes,
+/// else two (always two for the dq-atomics 128-query tiles). Returns
+/// std::nullopt
 /// with the reason in `why` on a shape the kernels cannot take.
 static std::optional<BackwardShape>
 resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
@@ -257,8 +259,11 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
       }
       tiles.push_back(given);
     } else {
+      // 128-query _dkdv tiles only with dq atomics (where they fit: D 64
+      // with TMA and two warpgroups; +8-12% over 64 there, tenth run in
+      // PERFORMANCE.md); the split _dkdv was not measured with them.
       for (int64_t tile : {128, 64, 32})
-        if ((tile < 128 || !dkdv) && splitsEvenly(tile) &&
+        if ((tile < 128 || !dkdv || dqAtomic) && splitsEvenly(tile) &&
             regs(dkdv, tile) <= regBudget)
           tiles.push_back(tile);
       if (tiles.empty()) {
@@ -272,11 +277,15 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     }
     bool found = false;
     int64_t bytes = 0, lastTile = 0, lastStages = 0;
-    SmallVector<int64_t, 2> stageCounts = {3, 2};
-    if (options.stages)
-      stageCounts = {options.stages};
     for (int64_t tile : tiles) {
       lastTile = tile;
+      // The dq-atomics _dkdv with 128-query tiles spills with three stages
+      // (4 bytes at D 64): two unless `stages` is given.
+      SmallVector<int64_t, 2> stageCounts = {3, 2};
+      if (options.stages)
+        stageCounts = {options.stages};
+      else if (dkdv && dqAtomic && tile == 128)
+        stageCounts = {2};
       for (int64_t stages : stageCounts) {
         lastStages = stages;
         gpukernel::WgmmaBackwardShape shape = shapeOf(dkdv, tile, stages);
