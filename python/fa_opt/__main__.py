@@ -105,6 +105,11 @@ def _parser():
                    help="sm_90a wgmma backward: dq added with f32 atomics "
                         "in the dk/dv kernel (passed as fa-to-ptx's "
                         "dq-atomics=; default: fa-to-ptx's default, true)")
+    c.add_argument("--deterministic", choices=("true", "false"),
+                   help="backward: dq in a separate kernel, bitwise "
+                        "reproducible (passed as fa-to-ptx's "
+                        "deterministic=; default: fa-to-ptx's default, "
+                        "false)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -127,17 +132,22 @@ def _compile_error_line(err: CompilationError) -> str:
     return f"{first}: {detail}" if detail else first
 
 
+def _options(args) -> CompileOptions:
+    """The compile options of the command line (ValueError on a conflict)."""
+    def flag(value):
+        return None if value is None else value == "true"
+    return CompileOptions(chip=args.chip, block_m=args.block_m,
+                          block_n=args.block_n, tma=flag(args.tma),
+                          producer_warp=flag(args.producer_warp),
+                          dq_atomics=flag(args.dq_atomics),
+                          deterministic=flag(args.deterministic))
+
+
 def _compile(args, sub) -> int:
-    options = CompileOptions(chip=args.chip, block_m=args.block_m,
-                             block_n=args.block_n,
-                             tma=None if args.tma is None
-                             else args.tma == "true",
-                             producer_warp=None
-                             if args.producer_warp is None
-                             else args.producer_warp == "true",
-                             dq_atomics=None
-                             if args.dq_atomics is None
-                             else args.dq_atomics == "true")
+    try:
+        options = _options(args)
+    except ValueError as err:  # conflicting options
+        sub.error(str(err))
     configs = []
     for dtype, d, dv, causal, scale in itertools.product(
             args.dtype, args.head_dim, args.head_dim_v, args.causal,

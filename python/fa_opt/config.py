@@ -170,14 +170,23 @@ class CompileOptions:
     # (`dq-atomics=true|false`; fa-to-ptx's default true applies it where
     # the kernels support it, head dim 64 or 128); None keeps the default.
     dq_atomics: Optional[bool] = None
+    # The backward's dq in a separate kernel over query blocks, bitwise
+    # reproducible (`deterministic=true|false`); None keeps fa-to-ptx's
+    # default (false). fa_opt.attention's backward asks for it by itself
+    # under torch.use_deterministic_algorithms(True).
+    deterministic: Optional[bool] = None
     extra: tuple = field(default=())  # further "key=value" pipeline options
 
     def __post_init__(self):
-        for name in ("tma", "producer_warp", "dq_atomics"):
+        for name in ("tma", "producer_warp", "dq_atomics", "deterministic"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be True, False or None, got "
                                 f"{value!r}")
+        if self.dq_atomics and self.deterministic:
+            raise ValueError("dq_atomics=True adds dq with f32 atomics, which "
+                             "is not bitwise reproducible: it cannot be "
+                             "combined with deterministic=True")
 
     def pipeline_options(self) -> list:
         """The ``key=value`` options of ``--fa-to-ptx``, output-dir excluded."""
@@ -196,6 +205,9 @@ class CompileOptions:
         if self.dq_atomics is not None:
             opts.append("dq-atomics="
                         f"{'true' if self.dq_atomics else 'false'}")
+        if self.deterministic is not None:
+            opts.append("deterministic="
+                        f"{'true' if self.deterministic else 'false'}")
         opts.extend(self.extra)
         return opts
 

@@ -19,7 +19,7 @@ except ModuleNotFoundError as _err:  # a clear message, not a bare "No module na
 from .checks import Problem, check_inputs, check_sdpa_args
 from .config import AttentionConfig, chip_for_capability, normalize_causal
 from .layout import rank2, rank3
-from .runtime import KernelSet, launch, registry
+from .runtime import KernelSet, deterministic_backward, launch, registry
 
 _ELT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
@@ -110,10 +110,25 @@ def _config(p: Problem, causal: str, scale: Optional[float]) -> AttentionConfig:
         causal, scale, registry.shape_policy)
 
 
-def _kernels(q, p: Problem, causal: str, scale) -> KernelSet:
+def _kernels(q, p: Problem, causal: str, scale,
+             deterministic: bool = False) -> KernelSet:
     config = _config(p, causal, scale)
     return registry.kernels_for(config, _chip(q.device), p.batch, p.seqlen_q,
-                                p.seqlen_k)
+                                p.seqlen_k, deterministic=deterministic)
+
+
+def _backward_kernels(q, p: Problem, causal: str, scale) -> KernelSet:
+    """The kernels for a backward call; under
+    ``torch.use_deterministic_algorithms(True)`` ones whose backward is
+    bitwise reproducible (see :func:`fa_opt.runtime.deterministic_backward`:
+    RuntimeError where none can be had, a UserWarning with
+    ``warn_only=True``)."""
+    ks = _kernels(q, p, causal, scale)
+    if not torch.are_deterministic_algorithms_enabled():
+        return ks
+    return deterministic_backward(
+        ks, lambda: _kernels(q, p, causal, scale, deterministic=True),
+        warn_only=torch.is_deterministic_algorithms_warn_only_enabled())
 
 
 def forward(q, k, v, causal="none", scale=None, fn="fa_opt.attention"
@@ -211,7 +226,7 @@ class _Attention(torch.autograd.Function):
     def backward(ctx, do, _dlse):
         q, k, v, o, lse = ctx.saved_tensors
         p = check_inputs(q, k, v)
-        ks = _kernels(q, p, ctx.causal, ctx.scale)
+        ks = _backward_kernels(q, p, ctx.causal, ctx.scale)
         if do.stride(-1) != 1:
             do = do.contiguous()
         dq, dk, dv = backward(ks, q, k, v, o, lse, do, ctx.causal, ctx.scale)
@@ -231,7 +246,12 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     decoding). ``scale`` defaults to ``1/sqrt(D)``. Returns o ``[..., Tq,
     Dv]`` (and lse ``[..., Tq]``, f32, with ``return_lse``). Differentiable
     in q, k, v when backward kernels exist; launches on the current stream
-    without synchronizing.
+    without synchronizing. The backward adds dq with f32 atomics where
+    fa-to-ptx does so by default (sm_90a, head dim 64 or 128); under
+    ``torch.use_deterministic_algorithms(True)`` it takes kernels compiled
+    with ``deterministic=true`` instead (bitwise reproducible), and raises
+    RuntimeError (``warn_only``: warns and keeps the atomics) where none can
+    be had.
     """
     causal = normalize_causal(causal)
     if scale is not None:

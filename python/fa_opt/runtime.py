@@ -20,12 +20,13 @@ import math
 import os
 import stat
 import threading
+import warnings
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import cache
-from .compiler import (Artifact, FaOptNotFoundError, compile_attention,
-                       find_fa_opt)
+from .compiler import (Artifact, CompilationError, FaOptNotFoundError,
+                       compile_attention, find_fa_opt)
 from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
 from .layout import TensorMapArgs, memref_params, tensor_map_args
 from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
@@ -262,9 +263,16 @@ class Registry:
 
     # -- lookup -------------------------------------------------------------------
     def kernels_for(self, config: AttentionConfig, chip: str, batch: int,
-                    seqlen_q: int, seqlen_k: int) -> KernelSet:
-        """The kernels that run this call (memoized per config and chip)."""
-        key = (config, chip)
+                    seqlen_q: int, seqlen_k: int,
+                    deterministic: bool = False) -> KernelSet:
+        """The kernels that run this call (memoized per config and chip).
+        ``deterministic``: only kernel sets whose backward is bitwise
+        reproducible (manifest ``deterministic 1``); compiled with
+        ``deterministic=true`` when none is precompiled. Raises
+        FaOptNotFoundError when nothing fits and fa-opt is missing,
+        CompilationError when fa-opt fails, ValueError when the compile
+        options ask for dq atomics and ``deterministic`` is set."""
+        key = (config, chip, deterministic)
         candidates = self._memo.get(key)
         if candidates is not None:
             for ks in candidates:
@@ -274,20 +282,28 @@ class Registry:
             candidates = self._memo.get(key)
             if candidates is None:
                 candidates = self._from_dirs(config, chip)
+                if deterministic:
+                    candidates = [ks for ks in candidates if ks.backward
+                                  and ks.backward.deterministic]
                 self._memo[key] = candidates
             for ks in candidates:
                 if ks.accepts(batch, seqlen_q, seqlen_k):
                     return ks
             options = self.options or CompileOptions(chip=chip)
-            if options.chip != chip:
-                options = CompileOptions(**{**options.to_dict(), "chip": chip,
-                                            "extra": tuple(options.extra)})
+            if options.chip != chip or (deterministic
+                                        and not options.deterministic):
+                changed = {"chip": chip, "extra": tuple(options.extra)}
+                if deterministic:
+                    changed["deterministic"] = True
+                options = CompileOptions(**{**options.to_dict(), **changed})
             try:
                 find_fa_opt()
             except FaOptNotFoundError as err:
                 dirs = self.kernel_dirs()
+                what = ("no kernel with a deterministic backward"
+                        if deterministic else "no kernel")
                 raise FaOptNotFoundError(
-                    f"no kernel for {_describe(config)} on {chip} (batch "
+                    f"{what} for {_describe(config)} on {chip} (batch "
                     f"{batch}, seqlen_q {seqlen_q}, seqlen_k {seqlen_k}) in "
                     f"the precompiled folders "
                     f"{dirs if dirs else '(none: FA_OPT_KERNEL_DIRS is unset)'}"
@@ -302,6 +318,34 @@ class Registry:
                                    f"not accept the sizes it was compiled for")
             candidates.append(ks)
             return ks
+
+
+def deterministic_backward(ks: KernelSet, fetch: Callable[[], KernelSet],
+                           warn_only: bool = False) -> KernelSet:
+    """``ks`` when its backward is bitwise reproducible (manifest
+    ``deterministic 1``: dq in its own kernel over query blocks) or absent;
+    else ``fetch()``, the same call's kernels with a deterministic backward
+    (``Registry.kernels_for(..., deterministic=True)``). Where fetch fails
+    (FaOptNotFoundError, CompilationError, ValueError): RuntimeError
+    naming the cause, or with ``warn_only`` a UserWarning and ``ks``
+    (dq added with f32 atomics), as PyTorch's nondeterministic operations
+    do under ``torch.use_deterministic_algorithms(True, warn_only=...)``."""
+    if not ks.backward or ks.backward.deterministic:
+        return ks
+    try:
+        return fetch()
+    except (FaOptNotFoundError, CompilationError, ValueError) as err:
+        message = (
+            f"fa_opt.attention: the backward kernels of {ks.source} add dq "
+            "with f32 atomics, which is not deterministic, and "
+            "torch.use_deterministic_algorithms(True) is set; no "
+            f"deterministic backward could be had: {str(err).strip()} "
+            "(compile with CompileOptions(deterministic=True) or `python -m "
+            "fa_opt compile --deterministic true`)")
+        if warn_only:
+            warnings.warn(message, UserWarning, stacklevel=3)
+            return ks
+        raise RuntimeError(message) from None
 
 
 def _same_code(a: AttentionConfig, b: AttentionConfig) -> bool:

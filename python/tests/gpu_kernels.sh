@@ -12,4 +12,6 @@ c --dtype f16 bf16 f32 --head-dim 64 --causal none top_left bottom_right
 c --dtype bf16 --head-dim 128 --causal none top_left
 c --dtype bf16 --head-dim 64 --head-dim-v 32
 c --dtype f32 --head-dim 64 --scale 0.3
+# test_backward_under_torch_deterministic_algorithms:
+c --dtype bf16 --head-dim 64 --causal top_left --deterministic true
 ls "$DIR" | wc -l

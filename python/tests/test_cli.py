@@ -46,6 +46,11 @@ def _error_line(err):
     (["compile", "--tma", "yes"], "argument --tma: invalid choice: 'yes'"),
     (["compile", "--producer-warp", "1"],
      "argument --producer-warp: invalid choice: '1'"),
+    (["compile", "--deterministic", "yes"],
+     "argument --deterministic: invalid choice: 'yes'"),
+    (["compile", "--dq-atomics", "true", "--deterministic", "true"],
+     "dq_atomics=True adds dq with f32 atomics, which is not bitwise "
+     "reproducible: it cannot be combined with deterministic=True"),
     (["compile", "--out", "/proc/nope"], "argument --out: cannot create directory '/proc/nope'"),
     (["list", "/nonexistent"], "error: no such directory '/nonexistent'"),
 ])
@@ -145,12 +150,14 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     (["--producer-warp", "true"], "producer-warp=true"),
     (["--dq-atomics", "false"], "dq-atomics=false"),
     (["--dq-atomics", "true"], "dq-atomics=true"),
+    (["--deterministic", "true"], "deterministic=true"),
+    (["--deterministic", "false"], "deterministic=false"),
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
-    """--tma, --producer-warp and --dq-atomics become fa-to-ptx's tma=,
-    producer-warp= and dq-atomics= options; without them, fa-to-ptx's
-    defaults apply (nothing passed)."""
+    """--tma, --producer-warp, --dq-atomics and --deterministic become
+    fa-to-ptx's tma=, producer-warp=, dq-atomics= and deterministic=
+    options; without them, fa-to-ptx's defaults apply (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
     tool.write_text("#!/bin/sh\n"
@@ -165,7 +172,8 @@ def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
     pipeline = [w for w in log.read_text().split() if "--fa-to-ptx" in w]
     assert len(pipeline) == 1, log.read_text()
     passed = [w for w in log.read_text().split()
-              if w.startswith(("tma=", "producer-warp=", "dq-atomics="))]
+              if w.startswith(("tma=", "producer-warp=", "dq-atomics=",
+                               "deterministic="))]
     assert passed == ([option] if option else [])
 
 

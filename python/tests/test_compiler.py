@@ -149,3 +149,96 @@ def test_compile_with_any_scale(fa_opt_tool, cache_root, scale):
     config = AttentionConfig("f32", 64, scale=scale)
     art = compile_attention(config, backward=False)
     assert art.forward_manifest().scale == pytest.approx(scale, rel=1e-6)
+
+
+def test_deterministic_kernels_from_the_registry(fa_opt_tool, cache_root):
+    """kernels_for(..., deterministic=True) compiles the split backward
+    (manifest `deterministic 1`, a `_dq` kernel, no dq_accum) next to the
+    default dq-atomics one, and memoizes it separately."""
+    reg = Registry()
+    config = AttentionConfig("bf16", 64)
+    default = reg.kernels_for(config, "sm_90a", 2, 300, 257)
+    assert default.backward is not None
+    assert not default.backward.deterministic
+    assert [s.name for s in default.backward.scratch] == ["delta", "dq_accum"]
+    det = reg.kernels_for(config, "sm_90a", 2, 300, 257, deterministic=True)
+    assert det.backward.deterministic
+    assert [s.name for s in det.backward.scratch] == ["delta"]
+    assert det.backward.kernels[-1].kernel.endswith("_dq")
+    assert det.source != default.source
+    assert reg.kernels_for(config, "sm_90a", 2, 300, 257,
+                           deterministic=True) is det
+    assert reg.kernels_for(config, "sm_90a", 2, 300, 257) is default
+
+
+def test_deterministic_kernels_need_a_deterministic_backward(
+        fa_opt_tool, cache_root, tmp_path, monkeypatch):
+    """A precompiled folder whose backward uses dq atomics serves plain
+    calls but not deterministic ones when fa-opt is missing; one compiled
+    with --deterministic true serves both."""
+    from fa_opt.__main__ import main
+    atomics, det = tmp_path / "atomics", tmp_path / "det"
+    assert main(["compile", "--dtype", "bf16", "--out", str(atomics)]) == 0
+    assert main(["compile", "--dtype", "bf16", "--deterministic", "true",
+                 "--out", str(det)]) == 0
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-such-fa-opt"))
+    config = AttentionConfig("bf16", 64)
+    reg = Registry()
+    reg.add_kernel_dir(str(atomics))
+    assert not reg.kernels_for(config, "sm_90a", 1, 8, 8).backward.deterministic
+    with pytest.raises(FaOptNotFoundError,
+                       match="no kernel with a deterministic backward for "
+                       "dtype bf16"):
+        reg.kernels_for(config, "sm_90a", 1, 8, 8, deterministic=True)
+    reg = Registry()
+    reg.add_kernel_dir(str(det))
+    ks = reg.kernels_for(config, "sm_90a", 1, 8, 8, deterministic=True)
+    assert ks.backward.deterministic and ks.source.startswith(str(det))
+
+
+def _kernel_set(deterministic):
+    """A KernelSet stand-in: deterministic_backward reads only these."""
+    from types import SimpleNamespace
+    backward = None if deterministic is None else SimpleNamespace(
+        deterministic=deterministic)
+    return SimpleNamespace(backward=backward, source="/kernels/x")
+
+
+@pytest.mark.parametrize("deterministic", [True, None])
+def test_deterministic_backward_keeps_what_is_already_reproducible(
+        deterministic):
+    from fa_opt.runtime import deterministic_backward
+    ks = _kernel_set(deterministic)
+
+    def fetch():
+        raise AssertionError("fetched although not needed")
+    assert deterministic_backward(ks, fetch) is ks
+
+
+def test_deterministic_backward_replaces_atomics():
+    from fa_opt.runtime import deterministic_backward
+    replacement = _kernel_set(True)
+    assert deterministic_backward(_kernel_set(False),
+                                  lambda: replacement) is replacement
+
+
+@pytest.mark.parametrize("error", [
+    FaOptNotFoundError("fa-opt not found"),
+    CompilationError("fa-opt failed (exit 1)"),
+    ValueError("dq_atomics=True ... cannot be combined with "
+               "deterministic=True"),
+])
+def test_deterministic_backward_raises_or_warns(error):
+    """Where no deterministic backward can be had: RuntimeError naming the
+    cause; with warn_only a UserWarning and the atomics kernels."""
+    from fa_opt.runtime import deterministic_backward
+    ks = _kernel_set(False)
+
+    def fetch():
+        raise error
+    with pytest.raises(RuntimeError, match="(?s)add dq with f32 atomics.*"
+                       "torch.use_deterministic_algorithms\\(True\\) is set"
+                       ".*" + str(error).split()[0]):
+        deterministic_backward(ks, fetch)
+    with pytest.warns(UserWarning, match="not deterministic"):
+        assert deterministic_backward(ks, fetch, warn_only=True) is ks

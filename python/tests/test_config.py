@@ -82,6 +82,20 @@ def test_compile_options_command_line():
     with pytest.raises(TypeError,
                        match="dq_atomics must be True, False or None"):
         CompileOptions(dq_atomics="true")
+    # deterministic likewise; with dq_atomics=True it is a conflict.
+    assert CompileOptions(deterministic=True).pipeline_options() == \
+        ["chip=sm_90a", "deterministic=true"]
+    assert CompileOptions(dq_atomics=False, deterministic=True) \
+        .pipeline_options() == ["chip=sm_90a", "dq-atomics=false",
+                                "deterministic=true"]
+    assert CompileOptions(
+        **CompileOptions(deterministic=True).to_dict()).deterministic is True
+    with pytest.raises(TypeError,
+                       match="deterministic must be True, False or None"):
+        CompileOptions(deterministic=1)
+    with pytest.raises(ValueError, match="cannot be combined with "
+                       "deterministic=True"):
+        CompileOptions(dq_atomics=True, deterministic=True)
 
 
 def test_chip_for_capability():

@@ -210,6 +210,40 @@ def test_backward(dtype, causal):
         assert rel(ours, ref) < tol, name
 
 
+def test_backward_under_torch_deterministic_algorithms():
+    """Under torch.use_deterministic_algorithms(True) the backward takes
+    kernels whose manifest says `deterministic 1` (compiled with
+    deterministic=true where the default adds dq with atomics): the
+    gradients are bitwise identical across runs and right against
+    float64."""
+    q, k, v = (rand(2, 3, 300, 64).requires_grad_() for _ in range(3))
+    do = rand(2, 3, 300, 64)
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [torch.autograd.grad(fa_opt.attention(q, k, v, causal=True),
+                                    (q, k, v), do) for _ in range(2)]
+    except NotImplementedError as err:
+        assert "backward is not available" in str(err)
+        pytest.skip(f"no backward kernels: {err}")
+    except RuntimeError as err:
+        if "no deterministic backward could be had" not in str(err):
+            raise
+        pytest.skip(f"no deterministic backward kernels: {err}")
+    finally:
+        torch.use_deterministic_algorithms(was)
+    ks = ops._kernels(q, ops.check_inputs(q, k, v), "top_left", None,
+                      deterministic=True)
+    assert ks.backward.deterministic
+    for name, a, b in zip(("dq", "dk", "dv"), *runs):
+        assert torch.equal(a, b), name
+    qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref_o, _ = reference(qd, kd, vd, "top_left")
+    refs = torch.autograd.grad(ref_o, (qd, kd, vd), do.double())
+    for name, ours, ref in zip(("dq", "dk", "dv"), runs[0], refs):
+        assert rel(ours, ref) < 3e-2, name
+
+
 def _grads_vs_float64(leaves, make, do, causal):
     """fa_opt's gradients of ``leaves`` through ``make(*leaves) -> (q, k,
     v)`` against float64 autograd through the same ``make``; returns the
