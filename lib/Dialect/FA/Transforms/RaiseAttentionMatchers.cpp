@@ -291,9 +291,18 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
   else if (isa<arith::SubIOp>(op))
     e.kind = Expr::SubI;
   else if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-               arith::ExtUIOp>(op))
+               arith::ExtUIOp>(op)) {
+    // An identity on the loop indices only where no index can wrap: to
+    // index or a 64-bit integer. A narrower integer (i32, i8, i1) wraps
+    // past its range, and a comparison there is not the causal mask it
+    // reads as.
+    if (!isa<IndexType>(e.type) && e.type.getIntOrFloatBitWidth() < 64)
+      return opaque(op->getResult(0), {},
+                    "an integer cast to i" +
+                        std::to_string(e.type.getIntOrFloatBitWidth()) +
+                        " (loop indices may wrap; expected index or i64)");
     return args[0];
-  else
+  } else
     return opaque(op->getNumResults() ? op->getResult(0) : Value(), {},
                   "an unsupported op '" + op->getName().getStringRef().str() +
                       "'");

@@ -132,6 +132,70 @@ func.func @masked_fill_on_float_mask(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32
 
 // -----
 
+// A causal comparison in a narrow integer type wraps: with 200 queries and
+// keys, `j > i` in i8 is not the causal mask (e.g. j = 130 reads as -126),
+// so it must not be raised. i32 is refused as well (dynamic seqlens may
+// pass its range); index and i64 are the identities (masks.mlir).
+// CHECK-LABEL: func.func @causal_compare_in_i8
+// CHECK-NOT: fa.attention
+func.func @causal_compare_in_i8(%q: tensor<200x4xf32>, %k: tensor<200x4xf32>, %v: tensor<200x4xf32>) -> tensor<200x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s0 = tensor.empty() : tensor<200x200xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<200x200xf32>) -> tensor<200x200xf32>
+  %s = linalg.matmul indexing_maps = [affine_map<(i, j, d) -> (i, d)>, affine_map<(i, j, d) -> (j, d)>, affine_map<(i, j, d) -> (i, j)>]
+      ins(%q, %k : tensor<200x4xf32>, tensor<200x4xf32>) outs(%sz : tensor<200x200xf32>) -> tensor<200x200xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<200x200xf32>) outs(%s0 : tensor<200x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %i8 = arith.index_cast %i : index to i8
+    %j8 = arith.index_cast %j : index to i8
+    %future = arith.cmpi sgt, %j8, %i8 : i8
+    %r = arith.select %future, %ninf, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<200x200xf32>
+  %p = linalg.softmax dimension(1) ins(%sm : tensor<200x200xf32>) outs(%s0 : tensor<200x200xf32>) -> tensor<200x200xf32>
+  %o0 = tensor.empty() : tensor<200x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<200x4xf32>) -> tensor<200x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scores are computed with an integer cast to i8 (loop indices may wrap; expected index or i64) in 'linalg.generic'}}
+  %o = linalg.matmul ins(%p, %v : tensor<200x200xf32>, tensor<200x4xf32>) outs(%oz : tensor<200x4xf32>) -> tensor<200x4xf32>
+  return %o : tensor<200x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @causal_compare_in_i32
+// CHECK-NOT: fa.attention
+func.func @causal_compare_in_i32(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %i32 = arith.index_castui %i : index to i32
+    %j32 = arith.index_castui %j : index to i32
+    %future = arith.cmpi ugt, %j32, %i32 : i32
+    %r = arith.select %future, %ninf, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scores are computed with an integer cast to i32 (loop indices may wrap; expected index or i64) in 'linalg.generic'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @causal_offset_unsupported
 // CHECK-NOT: fa.attention
 func.func @causal_offset_unsupported(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>) {
