@@ -155,6 +155,32 @@ func.func @tile_broadcast_float_mask(%q: tensor<3x64x8xf32>, %k: tensor<3x64x8xf
 
 // -----
 
+// A declared result type more (or less) static than the operands imply: the
+// tiled value is cast to it (the verifier accepts compatible shapes).
+
+// CHECK-LABEL: func.func @tile_result_less_static
+// CHECK: %[[T:[0-9a-z_]+]] = scf.for
+// CHECK: %[[C:.+]] = tensor.cast %[[T]] : tensor<2x8x4xf32> to tensor<2x8x?xf32>
+// CHECK: return %[[C]] : tensor<2x8x?xf32>
+func.func @tile_result_less_static(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x?xf32> {
+  %o = fa.attention %q, %k, %v : tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x?xf32>
+  return %o : tensor<2x8x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @tile_result_more_static
+// CHECK: %[[T:[0-9a-z_]+]]:2 = scf.for
+// CHECK-DAG: %[[O:.+]] = tensor.cast %[[T]]#0 : tensor<?x8x?xf32> to tensor<2x8x4xf32>
+// CHECK-DAG: %[[L:.+]] = tensor.cast %[[T]]#1 : tensor<?x8xf32> to tensor<2x8xf32>
+// CHECK: return %[[O]], %[[L]] : tensor<2x8x4xf32>, tensor<2x8xf32>
+func.func @tile_result_more_static(%q: tensor<?x8x4xf32>, %k: tensor<?x8x4xf32>, %v: tensor<?x8x?xf32>) -> (tensor<2x8x4xf32>, tensor<2x8xf32>) {
+  %o, %lse = fa.attention %q, %k, %v : tensor<?x8x4xf32>, tensor<?x8x4xf32>, tensor<?x8x?xf32> -> tensor<2x8x4xf32>, tensor<2x8xf32>
+  return %o, %lse : tensor<2x8x4xf32>, tensor<2x8xf32>
+}
+
+// -----
+
 // Ops other than fa.attention are left untouched.
 
 // CHECK-LABEL: func.func @no_attention_untouched

@@ -406,7 +406,10 @@ LogicalResult mlir::fa::tileAttention(RewriterBase &rewriter, AttentionOp op,
         return results;
       });
 
-  rewriter.replaceOp(op, nest.results);
+  SmallVector<Value> results;
+  for (auto [value, type] : llvm::zip(nest.results, op->getResultTypes()))
+    results.push_back(tiling::castTo(tb, value, type));
+  rewriter.replaceOp(op, results);
   return success();
 }
 

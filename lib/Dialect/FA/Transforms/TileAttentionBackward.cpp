@@ -38,6 +38,7 @@ namespace fa {
 using namespace mlir;
 using namespace mlir::fa;
 
+using tiling::castTo;
 using tiling::TileBuilder;
 using utils::IteratorType;
 
@@ -61,13 +62,6 @@ static Value convertTo(TileBuilder &tb, Value src, Type elt) {
                    ValueRange{arith::TruncFOp::create(nb, nl, elt, args[0])});
              })
       .getResult(0);
-}
-
-/// `v` cast to `type` when their (compatible) static shapes differ.
-static Value castTo(TileBuilder &tb, Value v, Type type) {
-  if (v.getType() == type)
-    return v;
-  return tensor::CastOp::create(tb.b, tb.loc, type, v);
 }
 
 /// delta[batch..., i] = sum_e do[batch..., i, e] * o[batch..., i, e], in f32.

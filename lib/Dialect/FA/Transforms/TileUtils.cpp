@@ -114,6 +114,12 @@ Value TileBuilder::contract(Value a, Value bv, Value acc, AffineMap aMap,
       .getResult(0);
 }
 
+Value mlir::fa::tiling::castTo(TileBuilder &tb, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::CastOp::create(tb.b, tb.loc, type, v);
+}
+
 Value mlir::fa::tiling::buildScale(TileBuilder &tb,
                                    std::optional<double> staticScale, Value q) {
   if (staticScale)

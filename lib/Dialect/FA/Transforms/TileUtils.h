@@ -66,6 +66,11 @@ struct TileBuilder {
 /// 1/sqrt(D) computed at run time from the last dim of `q`.
 Value buildScale(TileBuilder &tb, std::optional<double> staticScale, Value q);
 
+/// `v` cast to `type` (tensor.cast) when their compatible shapes differ in
+/// which dims are static: the tiled result of an op whose declared result
+/// type is more or less static than its operands.
+Value castTo(TileBuilder &tb, Value v, Type type);
+
 } // namespace tiling
 } // namespace fa
 } // namespace mlir
