@@ -67,3 +67,24 @@ func.func @declared(%q: tensor<8x4xf32>, %k: tensor<8x4xf32>, %v: tensor<8x4xf32
   return %o : tensor<8x4xf32>
 }
 func.func private @declared_attention_0_grad(tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
+
+// -----
+
+// A function in a nested module gets its gradient function in that module.
+// CHECK-LABEL: module @inner
+// CHECK: func.func @nested(
+// CHECK: func.func @nested_attention_0_grad(%{{.+}}: tensor<2x16x32xbf16>, %{{.+}}: tensor<2x16x32xbf16>, %{{.+}}: tensor<2x16x32xbf16>, %{{.+}}: tensor<2x16x32xbf16>) -> (tensor<2x16x32xbf16>, tensor<2x16x32xbf16>, tensor<2x16x32xbf16>) attributes {fa.generated_backward}
+// CHECK: fa.attention_backward
+// F32-LABEL: module @inner
+// F32: func.func @nested_attention_0_grad({{.*}}) -> (tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>)
+// CHECK-NOT: func.func
+// CHECK: }
+// CHECK-NEXT: }
+module {
+  module @inner {
+    func.func @nested(%q: tensor<2x16x32xbf16>, %k: tensor<2x16x32xbf16>, %v: tensor<2x16x32xbf16>) -> tensor<2x16x32xbf16> {
+      %o = fa.attention %q, %k, %v : tensor<2x16x32xbf16>, tensor<2x16x32xbf16>, tensor<2x16x32xbf16> -> tensor<2x16x32xbf16>
+      return %o : tensor<2x16x32xbf16>
+    }
+  }
+}

@@ -92,13 +92,20 @@ struct FAGenerateBackwardPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SymbolTable symbols(module);
+    // Each gradient function goes into its forward function's module (the
+    // top-level one or a nested `builtin.module`).
+    SymbolTableCollection symbolTables;
     IRRewriter rewriter(&getContext());
     bool failed = false;
 
-    // Collect first: the pass adds functions to the module it walks.
+    // Collect first: the pass adds functions to the modules it walks.
     SmallVector<std::pair<func::FuncOp, SmallVector<AttentionOp>>> work;
-    for (auto func : module.getOps<func::FuncOp>()) {
+    SmallVector<func::FuncOp> funcs;
+    module.walk([&](func::FuncOp func) {
+      if (isa<ModuleOp>(func->getParentOp()))
+        funcs.push_back(func);
+    });
+    for (auto func : funcs) {
       // A gradient function this pass made holds a forward fa.attention
       // too; it has no gradient of its own.
       if (func->hasAttr(kGeneratedAttrName))
@@ -110,6 +117,7 @@ struct FAGenerateBackwardPass
     }
 
     for (auto &[func, ops] : work) {
+      SymbolTable &symbols = symbolTables.getSymbolTable(func->getParentOp());
       for (auto [n, forward] : llvm::enumerate(ops)) {
         if (forward.getMask()) {
           forward.emitWarning()

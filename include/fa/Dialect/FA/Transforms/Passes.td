@@ -104,7 +104,7 @@ def FAGenerateBackward : Pass<"fa-generate-backward", "::mlir::ModuleOp"> {
   let summary = "Emit, for each fa.attention, a function computing its q/k/v gradients";
   let description = [{
     For the n-th `fa.attention` (no mask) of function `@f`, adds to the
-    module
+    module holding `@f` (the top-level one or a nested `builtin.module`)
 
     ```mlir
     func.func @f_attention_<n>_grad(%q, %k, %v, %do) -> (dq, dk, dv) {
