@@ -18,8 +18,34 @@
 
 using namespace mlir;
 
+namespace {
+/// Fails on a function in a nested `builtin.module`: the pipeline's
+/// bufferization and LLVM conversions handle the top-level module's
+/// functions only, and such a function would otherwise end in an unrelated
+/// legalization error ("failed to legalize operation 'cf.br'").
+struct CheckTopLevelFunctions
+    : PassWrapper<CheckTopLevelFunctions, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckTopLevelFunctions)
+  StringRef getArgument() const final { return "fa-to-cpu-check-modules"; }
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    top.walk([&](ModuleOp nested) {
+      if (nested == top || nested.getOps<func::FuncOp>().empty())
+        return WalkResult::advance();
+      nested.emitError()
+          << "fa-to-cpu lowers the functions of the top-level module; this "
+             "nested module holds functions: run the pipeline on it "
+             "(--pass-pipeline='builtin.module(builtin.module(fa-to-cpu))')";
+      signalPassFailure();
+      return WalkResult::skip();
+    });
+  }
+};
+} // namespace
+
 void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
                                     const FAToCPUPipelineOptions &options) {
+  pm.addPass(std::make_unique<CheckTopLevelFunctions>());
   FATileAttentionOptions tiling;
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;

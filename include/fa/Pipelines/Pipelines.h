@@ -34,7 +34,9 @@ struct FAToCPUPipelineOptions
 /// one-shot bufferization with function boundaries (identity layouts),
 /// ownership-based deallocation, linalg to loops, and the upstream
 /// conversions to the LLVM dialect. The result runs under mlir-runner or
-/// the ExecutionEngine.
+/// the ExecutionEngine. Lowers the functions of the module it runs on;
+/// functions in a nested `builtin.module` are an error at that module
+/// (nest the pipeline to lower them).
 void buildFAToCPUPipeline(OpPassManager &pm,
                           const FAToCPUPipelineOptions &options);
 
