@@ -370,9 +370,13 @@ const Expr *ChainEvaluator::evalUncached(Value v, const View &view) {
   }
 
   // Products are leaves: the matchers decide what they are.
-  std::string ignored;
-  if (matchContraction(op, ignored))
+  // A product that fails only on its init (or zero points) says so, rather
+  // than being read as some other reduction.
+  std::string productWhy;
+  if (matchContraction(op, productWhy))
     return leaf(v, view);
+  if (!productWhy.empty())
+    return opaque(v, view, productWhy);
 
   if (isa<linalg::LinalgOp>(op))
     return evalLinalg(op, cast<OpResult>(v).getResultNumber(), view);
@@ -863,7 +867,7 @@ std::optional<Contraction> raise::matchContraction(Operation *op,
     return std::nullopt;
   if (!isZeroFilled(out->get())) {
     why = "'" + op->getName().getStringRef().str() +
-          "' accumulates into a tensor that is not zero-filled";
+          "' accumulating into a tensor that is not zero-filled";
     return std::nullopt;
   }
   return c;

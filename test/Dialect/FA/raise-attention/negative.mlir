@@ -196,6 +196,25 @@ func.func @causal_compare_in_i32(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %
 
 // -----
 
+// q k^T accumulated into an uninitialized tensor: not a product the op can
+// stand for, and the remark says so (it read as an unrelated reduction).
+// CHECK-LABEL: func.func @scores_into_empty_init
+// CHECK-NOT: fa.attention
+func.func @scores_into_empty_init(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scores are computed with 'linalg.batch_matmul' accumulating into a tensor that is not zero-filled}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @causal_offset_unsupported
 // CHECK-NOT: fa.attention
 func.func @causal_offset_unsupported(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>) {
