@@ -164,8 +164,8 @@ getTensorCoreBackwardShape(AttentionBackwardOp op,
 /// atomics 128 first) and block-n keys (`_dq`; default 128, 64 or 32, the
 /// first that fits); three loop stages when they fit max-shared-bytes,
 /// else two (always two for the dq-atomics 128-query tiles). Returns
-/// std::nullopt
-/// with the reason in `why` on a shape the kernels cannot take.
+/// std::nullopt with the reason in `why` on a shape the kernels cannot
+/// take.
 static std::optional<BackwardShape>
 resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
                      int64_t warps, std::string &why) {
