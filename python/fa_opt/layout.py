@@ -118,7 +118,8 @@ class TensorMapArgs:
 
 _DIM_NAMES = {"q": ("head_dim", "seqlen_q"), "k": ("head_dim", "seqlen_k"),
               "v": ("head_dim_v", "seqlen_k"), "o": ("head_dim_v", "seqlen_q"),
-              "do": ("head_dim_v", "seqlen_q")}
+              "do": ("head_dim_v", "seqlen_q"),
+              "dq_accum": ("head_dim", "seqlen_q")}
 
 
 def tensor_map_args(tensor_map, dtype: str, element_size: int, ptr: int,

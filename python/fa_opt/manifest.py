@@ -29,7 +29,7 @@ ELEMENT_SIZES = {"f16": 2, "bf16": 2, "f32": 4}
 
 _TENSOR_MAP_OPERANDS = ("q", "k", "v", "o")
 # The operands a backward kernel section may map (version 4).
-_BACKWARD_TENSOR_MAP_OPERANDS = ("q", "k", "v", "do")
+_BACKWARD_TENSOR_MAP_OPERANDS = ("q", "k", "v", "do", "dq_accum")
 _SWIZZLES = {"none": 0, "32": 32, "64": 64, "128": 128}
 
 
@@ -39,7 +39,7 @@ class TensorMap:
     takes a 128-byte CUtensorMap of that operand by value, after its memref
     params (docs/ARTIFACTS.md, "Tensor maps")."""
 
-    operand: str  # q, k, v or o (forward); q, k, v or do (backward)
+    operand: str  # q, k, v or o (forward); q, k, v, do or dq_accum (backward)
     box_cols: int  # box extent along D (innermost), elements
     box_rows: int  # box extent along T, rows
     swizzle: int  # bytes: 0 (none), 32, 64 or 128
@@ -185,7 +185,10 @@ def _tensor_map_line(rest: List[str], number: int, where: str,
 
 def operand_dtype(m: "Manifest", name: str) -> str:
     """The element type of a tensor-map operand: ``o_dtype`` for o,
-    ``do_dtype`` for do (backward kernels), ``dtype`` for q, k, v."""
+    ``do_dtype`` for do (backward kernels), f32 for the dq_accum scratch,
+    ``dtype`` for q, k, v."""
+    if name == "dq_accum":
+        return "f32"
     if name == "o":
         return m.o_dtype
     if name == "do":
@@ -390,8 +393,9 @@ def read_manifest(path: str) -> Manifest:
 # (kernel, threads, block_m, block_n, shared_bytes, params, grid). All
 # kernels live in the one PTX file the header names. `version 4` is the same
 # with `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` lines in kernel
-# sections (OPERAND q, k, v or do, in the section's params order): that
-# kernel takes one CUtensorMap per line by value after its memref params.
+# sections (OPERAND q, k, v, do or dq_accum, in the section's params
+# order): that kernel takes one CUtensorMap per line by value after its
+# memref params.
 
 _BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
                         "head_dim_v")

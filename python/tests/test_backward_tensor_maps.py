@@ -169,10 +169,10 @@ Q1 = line_of(V4, "tensor_map q")
     # Not an operand a backward kernel maps.
     (_in_dkdv("tensor_map q 64 64 128\ntensor_map o 32 64 none\n"),
      f"x.manifest:{Q1 + 1}: invalid value 'o' for 'tensor_map' OPERAND: "
-     f"expected q, k, v or do"),
+     f"expected q, k, v, do or dq_accum"),
     (_in_dkdv("tensor_map dk 64 64 128\n"),
      f"x.manifest:{Q1}: invalid value 'dk' for 'tensor_map' OPERAND: "
-     f"expected q, k, v or do"),
+     f"expected q, k, v, do or dq_accum"),
     # Not in the section's params (_delta takes no q).
     (V4.replace("params o do delta\n",
                 "params o do delta\ntensor_map do 32 32 64\n"
@@ -265,6 +265,48 @@ def test_encode_args_of_a_backward_kernel():
         ("q", (64, 128, 1), 128), ("k", (64, 128, 1), 0),
         ("do", (32, 128, 1), 64)]
     assert tensor_maps_for(m.kernels[0], t) == []
+
+
+# The dq-atomics backward with TMA reductions: _dkdv adds dq through a map
+# of the f32 dq_accum scratch (the section's last), _dq_convert has none.
+V4_ATOMIC = (V4.replace("deterministic 1", "deterministic 0")
+             .replace("scratch delta f32 batch seqlen_q\n",
+                      "scratch delta f32 batch seqlen_q\n"
+                      "scratch dq_accum f32 batch seqlen_q head_dim\n")
+             .replace("params o do delta\n", "params o do delta dq_accum\n")
+             .replace("params q k v do lse delta dk dv\n",
+                      "params q k v do lse delta dk dv dq_accum\n")
+             .replace("tensor_map do 32 64 64\n",
+                      "tensor_map do 32 64 64\n"
+                      "tensor_map dq_accum 32 16 128\n"))
+V4_ATOMIC = V4_ATOMIC[:V4_ATOMIC.index("kernel bwd_attention_backward_0_dq\n")] \
+    + """kernel bwd_attention_backward_0_dq_convert
+threads 128
+block_m 16
+shared_bytes 0
+params dq_accum dq
+grid ceil_div(seqlen_q,block_m) batch 1
+"""
+
+
+def test_dq_accum_map_is_f32_over_query_rows():
+    m = parse_backward_manifest(V4_ATOMIC)
+    dkdv = m.kernels[1]
+    assert [tm.operand for tm in dkdv.tensor_maps] == [
+        "q", "k", "v", "do", "dq_accum"]
+    t = backward_tensors(6, 100, 7)
+    t["dq_accum"] = (0xb0000, [6, 100, 64], contiguous([6, 100, 64]), 4)
+    # f32 whatever q's type: rows of 64 x 4 bytes, seqlen_q rows.
+    assert tensor_maps_for(dkdv, t)[4] == TensorMapArgs(
+        "dq_accum", "f32", 0xb0000, (64, 100, 6), (256, 25600),
+        (32, 16, 1), (1, 1, 1), 128)
+    assert tensor_maps_for(m.kernels[2], t) == []
+    # 64 f32 a box row (256 bytes) exceed the 128-byte swizzle span.
+    with pytest.raises(ManifestError, match="tensor_map 'dq_accum': BOX_COLS "
+                       r"64 x 4 bytes \(f32\) = 256 bytes exceeds the "
+                       "128-byte swizzle span"):
+        parse_backward_manifest(V4_ATOMIC.replace(
+            "tensor_map dq_accum 32 16 128", "tensor_map dq_accum 64 16 128"))
 
 
 def test_do_maps_take_do_dtype():
@@ -389,7 +431,7 @@ def test_cpp_manifest_reads():
      "dir/b.manifest:23: 'tensor_map' outside a kernel section"),
     (_cpp("tensor_map do 64 64 128", "tensor_map o 64 64 128"),
      "dir/b.manifest:39: invalid value 'o' for 'tensor_map' OPERAND: "
-     "expected q, k, v or do"),
+     "expected q, k, v, do or dq_accum"),
     (_cpp("params o do delta\n", "params o do delta\ntensor_map q 64 16 128\n"),
      "dir/b.manifest:29: tensor_map for 'q', which is not in the params of "
      "kernel 'main_attention_backward_0_delta'"),

@@ -158,7 +158,7 @@ static const char *const kVersionsRead =
 static const std::vector<std::string> kForwardMapOperands = {"q", "k", "v",
                                                              "o"};
 static const std::vector<std::string> kBackwardMapOperands = {"q", "k", "v",
-                                                              "do"};
+                                                              "do", "dq_accum"};
 
 /// Reads the values of one `tensor_map` line (`line`) into `spec`.
 /// `operands` are the names it may take, `seen` the lines read before it
@@ -212,8 +212,9 @@ static std::string parseTensorMapLine(const std::vector<std::string> &values,
 
 namespace {
 /// A tensor map's operand, a contiguous [batch, T, D] tensor: its element
-/// type, its T (seqlen_q for q, o and do, seqlen_k for k and v) and its D
-/// (head_dim for q and k, head_dim_v for v, o and do).
+/// type (f32 for the dq_accum scratch), its T (seqlen_q for q, o, do and
+/// dq_accum, seqlen_k for k and v) and its D (head_dim for q, k and
+/// dq_accum, head_dim_v for v, o and do).
 struct MapOperand {
   faRtDtype dtype = FA_RT_DTYPE_F32;
   bool queryRows = false; ///< T = seqlen_q
@@ -228,8 +229,11 @@ struct MapTypes {
   MapOperand operand(const std::string &name) const {
     bool isOut = name == "o" || name == "do";
     MapOperand op;
-    op.dtype = name == "o" ? oDtype : name == "do" ? doDtype : dtype;
-    op.queryRows = name == "q" || isOut;
+    op.dtype = name == "o"          ? oDtype
+               : name == "do"       ? doDtype
+               : name == "dq_accum" ? FA_RT_DTYPE_F32
+                                    : dtype;
+    op.queryRows = name == "q" || name == "dq_accum" || isOut;
     op.valueCols = name == "v" || isOut;
     return op;
   }

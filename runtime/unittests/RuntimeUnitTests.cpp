@@ -1314,10 +1314,10 @@ static void testBackwardTensorMapErrors() {
                         "dir/b.manifest:23: 'tensor_map' outside a kernel "
                         "section");
   // Operands: q, k, v, do only, and in the section's params.
-  EXPECT_BACKWARD_ERROR(tmaWith("tensor_map do 64 64 128",
-                                "tensor_map o 64 64 128"),
-                        "dir/b.manifest:39: invalid value 'o' for "
-                        "'tensor_map' OPERAND: expected q, k, v or do");
+  EXPECT_BACKWARD_ERROR(
+      tmaWith("tensor_map do 64 64 128", "tensor_map o 64 64 128"),
+      "dir/b.manifest:39: invalid value 'o' for "
+      "'tensor_map' OPERAND: expected q, k, v, do or dq_accum");
   EXPECT_BACKWARD_ERROR(tmaWith("tensor_map do 64 64 128",
                                 "tensor_map dk 64 64 128"),
                         "invalid value 'dk' for 'tensor_map' OPERAND");
@@ -1378,6 +1378,22 @@ static void testBackwardTensorMapErrors() {
                         "exceeds head_dim 32");
 }
 
+/// Operand addresses for the encode-argument tests.
+static const std::vector<std::pair<std::string, uint64_t>> kBackwardPointers = {
+    {"q", 0x1000},  {"k", 0x2000},       {"v", 0x3000},  {"o", 0x4000},
+    {"do", 0x5000}, {"lse", 0x6000},     {"dq", 0x7000}, {"dk", 0x8000},
+    {"dv", 0x9000}, {"dq_accum", 0xa000}};
+
+/// Parses `text` into `m`; false (a failed check at `line`) unless it is a
+/// good backward manifest of three kernels.
+static bool parsesThreeKernels(const std::string &text,
+                               fa::rt::BackwardManifest &m, int line) {
+  faRtStatus status = fa::rt::parseBackwardManifest(text, "b.manifest", m);
+  bool ok = status == FA_RT_SUCCESS && m.kernels.size() == 3;
+  reportCheck(ok, "a good manifest of 3 kernels", __FILE__, line);
+  return ok;
+}
+
 /// The encode arguments of a backward kernel's maps.
 static void testBackwardTensorMapArgs() {
   // head_dim 64, head_dim_v 32; q/k/v bf16, do f16.
@@ -1390,14 +1406,10 @@ static void testBackwardTensorMapArgs() {
                       "tensor_map v 64 128 128\ntensor_map do 64 128 128\n",
                       "tensor_map do 16 128 none\n");
   fa::rt::BackwardManifest m;
-  EXPECT_EQ(fa::rt::parseBackwardManifest(text, "b.manifest", m),
-            FA_RT_SUCCESS);
-  if (m.kernels.size() != 3)
-    return reportCheck(false, "3 kernels", __FILE__, __LINE__);
-  const std::vector<std::pair<std::string, uint64_t>> pointers = {
-      {"q", 0x1000},  {"k", 0x2000},  {"v", 0x3000},
-      {"o", 0x4000},  {"do", 0x5000}, {"lse", 0x6000},
-      {"dq", 0x7000}, {"dk", 0x8000}, {"dv", 0x9000}};
+  if (!parsesThreeKernels(text, m, __LINE__))
+    return;
+  const std::vector<std::pair<std::string, uint64_t>> pointers =
+      kBackwardPointers;
   std::vector<fa::rt::TensorMapEncodeArgs> args;
   // _dkdv: globalDim {D, T, batch}, strides {D * esize, T * D * esize}.
   EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 1, {16, 100, 300},
@@ -1473,6 +1485,43 @@ static void testBackwardTensorMapArgs() {
   EXPECT(contains(faRtGetLastError(),
                   "tensor map for 'q' (kernel 'main_attention_backward_0_dq'): "
                   "seqlen_q = 4294967296 exceeds the TMA limit"));
+}
+
+/// dq atomics by TMA reductions: the _dkdv section of the atomic-dq
+/// example with tensor maps, dq_accum's last (f32, [batch, seqlen_q,
+/// head_dim]).
+static void testBackwardDqAccumTensorMap() {
+  std::string text = replaceFirst(kBackwardManifest, "version 2", "version 4");
+  text = replaceFirst(text, "params q k v do lse delta dk dv dq_accum\n",
+                      "params q k v do lse delta dk dv dq_accum\n"
+                      "tensor_map q 64 64 128\n"
+                      "tensor_map k 64 64 128\n"
+                      "tensor_map v 64 64 128\n"
+                      "tensor_map do 64 64 128\n"
+                      "tensor_map dq_accum 32 16 128\n");
+  fa::rt::BackwardManifest m;
+  std::vector<fa::rt::TensorMapEncodeArgs> args;
+  if (!parsesThreeKernels(text, m, __LINE__))
+    return;
+  EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(m, 1, {16, 100, 300},
+                                               kBackwardPointers, args),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(args.size(), 5u);
+  // f32 whatever q's type: rows of 64 x 4 bytes, seqlen_q rows.
+  if (args.size() == 5)
+    expectMapArgs(args[4], "dq_accum", FA_RT_DTYPE_F32, 0xa000, {64, 100, 16},
+                  {256, 25600}, {32, 16, 1}, 128, __LINE__);
+  // A box of 64 f32 (256 bytes) exceeds the 128-byte swizzle span.
+  EXPECT_BACKWARD_ERROR(replaceFirst(text, "tensor_map dq_accum 32 16 128",
+                                     "tensor_map dq_accum 64 16 128"),
+                        "tensor_map 'dq_accum': BOX_COLS 64 x 4 bytes (f32) "
+                        "= 256 bytes exceeds the 128-byte swizzle span");
+  // Maps follow the params order: dq_accum comes after do.
+  EXPECT_BACKWARD_ERROR(
+      replaceFirst(replaceFirst(text, "tensor_map dq_accum 32 16 128\n", ""),
+                   "tensor_map q 64 64 128\n",
+                   "tensor_map dq_accum 32 16 128\ntensor_map q 64 64 128\n"),
+      "tensor_map for 'q' after the one for 'dq_accum'");
 }
 
 /// The closed-form float64 backward against central differences of
@@ -1576,6 +1625,7 @@ int main() {
          testBackwardManifestGood();
          testBackwardTensorMaps();
          testBackwardTensorMapArgs();
+         testBackwardDqAccumTensorMap();
        }},
       {"backward-manifest-malformed",
        [] {

@@ -32,7 +32,7 @@ constexpr int64_t kDynamic = -1;
 /// (docs/ARTIFACTS.md, "Tensor maps"; in a backward manifest, one kernel
 /// section's line).
 struct TensorMapSpec {
-  std::string operand;      ///< q, k, v or o (backward: q, k, v or do)
+  std::string operand; ///< q, k, v or o (backward: q, k, v, do or dq_accum)
   int64_t boxCols = 0;      ///< box extent along D (innermost), elements
   int64_t boxRows = 0;      ///< box extent along T, rows
   int64_t swizzleBytes = 0; ///< 0 (none), 32, 64 or 128
