@@ -3,11 +3,14 @@
 // it for dK += dS^T Q and for dQ = dS K (64-query tiles at D 128: wgmma
 // with A and B transposed, M = 64 queries, N = head dim split over the
 // warpgroups; 128-query tiles at D 64: one M block per warpgroup), and
-// adds scale * dQ into the f32 dq_accum scratch with red.global.add.v2.f32
-// (adjacent head-dim pairs). With 32-query tiles (tma=false and num-warps=4
-// at D 128, whose 64-query tiles do not fit the registers) dQ^T = K^T dS^T
-// instead (M = 64 head-dim rows, N = queries), one red.global.add.f32 per
-// value. _dq_convert (8 elements per lane) replaces _dq; _delta zeroes
+// adds scale * dQ into the f32 dq_accum scratch: with TMA (the default),
+// each warp stages its 16 rows in 128-byte-swizzled boxes of 32 f32 x 16
+// rows and one lane adds them with cp.reduce.async.bulk.tensor (dq_accum's
+// tensor map is the kernel's fifth); with tma=false, red.global.add.v2.f32
+// (adjacent head-dim pairs). With 32-query tiles (tma=false and
+// num-warps=4 at D 128, whose 64-query tiles do not fit the registers)
+// dQ^T = K^T dS^T instead (M = 64 head-dim rows, N = queries), one
+// red.global.add.f32 per value. _dq_convert (8 elements per lane) replaces _dq; _delta zeroes
 // dq_accum. dq-atomics=false, deterministic=true or features=+ptx80 give
 // the split kernels (fa-to-ptx-tma.mlir; head dim 32:
 // fa-to-ptx-dq-atomics-d32.mlir). Errors: dq-atomics=true given with
@@ -29,6 +32,8 @@
 // warpgroup); at D 64 one warpgroup keeps the dQ form (N = 64).
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tma=false output-dir=%t/cp" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTXT < %t/cp/da_bf16_d128_causal_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=PTXCP64 < %t/cp/da_f16_d64_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=MANIFESTCP64 < %t/cp/da_f16_d64_attention_backward_0.manifest
 // RUN: %ptxas -arch=sm_90a -v %t/cp/da_bf16_d128_causal_attention_backward_0.ptx -o %t/d.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a num-warps=4 output-dir=%t/w4" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTXW4 < %t/w4/da_bf16_d128_attention_backward_0.ptx
@@ -57,7 +62,11 @@
 // MANIFEST: kernel da_bf16_d128_causal_attention_backward_0_dkdv
 // MANIFEST: block_m 64
 // MANIFEST: params q k v do lse delta dk dv dq_accum
-// MANIFEST: tensor_map q 64 64 128
+// MANIFEST-NEXT: tensor_map q 64 64 128
+// MANIFEST-NEXT: tensor_map k 64 128 128
+// MANIFEST-NEXT: tensor_map v 64 128 128
+// MANIFEST-NEXT: tensor_map do 64 64 128
+// MANIFEST-NEXT: tensor_map dq_accum 32 16 128
 // MANIFEST: kernel da_bf16_d128_causal_attention_backward_0_dq_convert
 // MANIFEST-NEXT: threads 128
 // MANIFEST-NEXT: block_m 8
@@ -67,13 +76,15 @@
 // MANIFEST-NOT: kernel
 
 // D 64: 128-query tiles (each warpgroup's dQ is one 64-query M block, N =
-// the whole head dim) in two stages: 165936 bytes of workgroup memory.
+// the whole head dim) in two stages: 165936 bytes of workgroup memory and
+// 32768 more for the dQ staging boxes (128 x 64 f32).
 // MANIFEST64: kernel da_f16_d64_attention_backward_0_dkdv
 // MANIFEST64-NEXT: threads 256
 // MANIFEST64-NEXT: block_m 128
 // MANIFEST64-NEXT: block_n 128
-// MANIFEST64-NEXT: shared_bytes 165936
+// MANIFEST64-NEXT: shared_bytes 198704
 // MANIFEST64: params q k v do lse delta dk dv dq_accum
+// MANIFEST64: tensor_map dq_accum 32 16 128
 // MANIFEST64: kernel da_f16_d64_attention_backward_0_dq_convert
 // MANIFEST64: block_m 16
 
@@ -86,8 +97,19 @@
 // PTX: fence.proxy.async.shared::cta;
 // dQ = dS K: A M-major, B N-major, N = 64 (half the head dim).
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
-// PTX: red.global.add.v2.f32
-// PTX-NOT: red.global.add.f32
+// The warp's staging boxes are free (its earlier reductions read them), the
+// fragments go in (16 pairs: 64 columns, two rows), visible to the async
+// proxy, and lane 0 adds the two boxes (columns 0-31, 32-63 of its half).
+// PTX: cp.async.bulk.wait_group.read 0;
+// PTX-NEXT: bar.warp.sync -1;
+// PTX-COUNT-16: st.shared.v2.f32
+// PTX: fence.proxy.async.shared::cta;
+// PTX-NEXT: bar.warp.sync -1;
+// PTX-COUNT-2: cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group
+// PTX: cp.async.bulk.commit_group;
+// Before the block exits, the last reductions have read their boxes.
+// PTX: cp.async.bulk.wait_group.read 0;
+// PTX-NOT: red.global.add
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dq_convert(
 // PTX-COUNT-2: ld.global.v4.b32
 // PTX: st.global.v4.b32
@@ -103,7 +125,15 @@
 // PTXW4-NOT: red.global.add.v2
 // PTXW4D64-LABEL: .entry da_f16_d64_attention_backward_0_dkdv(
 // PTXW4D64: m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 1, 1;
-// PTXW4D64: red.global.add.v2.f32
+// PTXW4D64: cp.reduce.async.bulk.tensor.3d
+// PTXW4D64-NOT: red.global.add
+
+// tma=false at D 64: no tensor maps, so dQ pairs go by red.global.add.v2.
+// PTXCP64-LABEL: .entry da_f16_d64_attention_backward_0_dkdv(
+// PTXCP64: red.global.add.v2.f32
+// PTXCP64-NOT: cp.reduce.async.bulk
+// MANIFESTCP64: kernel da_f16_d64_attention_backward_0_dkdv
+// MANIFESTCP64-NOT: tensor_map
 
 // SPLIT: deterministic 1
 // SPLIT-NOT: dq_accum

@@ -15,8 +15,9 @@
 // The backward on sm_90a (default, dq atomics): HGMMA in _dkdv (S^T, dP^T
 // 64x64; dV 64x128 with P^T from registers, dK 64x128 with dS^T from
 // workgroup memory, B transposed; dQ 64x64 with A and B transposed), dq
-// pairs added with f32x2 reductions, tiles by TMA completing on mbarriers
-// (the one cp.async: the column values). deterministic=true: the split
+// staged in workgroup memory (STS.64) and added by TMA reductions
+// (UTMAREDG, no REDG), tiles by TMA completing on mbarriers (the one
+// cp.async: the column values). deterministic=true: the split
 // _dkdv (64x64 S^T, dP^T: 64-query tiles, the TMA register model) and _dq.
 // RUN: %ptxas -arch=sm_90a %t/wg/bwd_bf16_d128_attention_backward_0.ptx -o %t/bwd.cubin
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWD
@@ -44,12 +45,14 @@
 // BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWD-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc[{{.+}}].tnspA.tnspB
-// BWD-DAG: REDG.E.ADD.F32x2
+// BWD-DAG: STS.64
+// BWD-DAG: FENCE.VIEW.ASYNC.S
+// BWD-DAG: UTMAREDG.3D.ADD
 // BWD-DAG: WARPGROUP.DEPBAR.LE gsb0, 0x1
 // BWD-DAG: UTMALDG.3D
 // BWD-DAG: SYNCS.PHASECHK.TRANS64.TRYWAIT
 // BWD-DAG: MUFU.EX2
-// BWD-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS}}
+// BWD-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS| REDG}}
 // BWDDET-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWDDET-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWDDET-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS|REDG}}

@@ -160,12 +160,15 @@
 // BWD-NEXT: tensor_map k 64 128 128
 // BWD-NEXT: tensor_map v 64 128 128
 // BWD-NEXT: tensor_map do 64 64 128
+// dq atomics by TMA reductions: boxes of 32 f32 x 16 rows, 128-byte swizzle.
+// BWD-NEXT: tensor_map dq_accum 32 16 128
 // BWD-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
 // BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dq_convert
 // BWD-NOT: tensor_map
 // BWD-NOT: kernel
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
-// BWDPTX-COUNT-4: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
+// BWDPTX-COUNT-5: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
+// BWDPTX-NOT: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX: cp.async.bulk.tensor.3d
 // BWDPTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4, {{.*}};
 // BWDPTX-NOT: cp.async.cg

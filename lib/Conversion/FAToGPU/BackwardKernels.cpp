@@ -1013,6 +1013,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                 .str());
       }
     }
+    // dq atomics by TMA reductions: boxes of 32 f32 x 16 rows (one warp's
+    // rows), 128-byte swizzle.
+    if (bs.wgDkDv.dqBulk())
+      dkdv.tensorMaps.push_back("dq_accum 32 16 128");
   }
   specs = {delta, dkdv, last};
 
@@ -1054,11 +1058,10 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
       privateTypes = {local({bs.d}, f32, priv), local({bs.dv}, f32, priv),
                       local({bs.d}, f32, priv)};
     }
-    // TMA: the tensor maps of q, k, v, do (fa-lower-tensor-map-params makes
-    // them by-value parameters).
-    if (!spec.tensorMaps.empty())
-      argTypes.append(gpukernel::kTmaBackwardTensorMaps,
-                      LLVM::LLVMPointerType::get(ctx));
+    // TMA: the tensor maps of q, k, v, do [, dq_accum]
+    // (fa-lower-tensor-map-params makes them by-value parameters).
+    const int64_t numMaps = spec.tensorMaps.size();
+    argTypes.append(numMaps, LLVM::LLVMPointerType::get(ctx));
     builder.setInsertionPointToEnd(gpuModule.getBody());
     auto func = gpu::GPUFuncOp::create(builder, loc, spec.name,
                                        builder.getFunctionType(argTypes, {}),
@@ -1067,10 +1070,9 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                   builder.getUnitAttr());
     func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
         {static_cast<int32_t>(spec.threads), 1, 1}));
-    if (!spec.tensorMaps.empty())
+    if (numMaps)
       func->setAttr(gpukernel::kTensorMapParamsAttrName,
-                    builder.getI64IntegerAttr(
-                        gpukernel::kTmaBackwardTensorMaps));
+                    builder.getI64IntegerAttr(numMaps));
     if (index == 0 && bs.tensorCore)
       gpukernel::buildTensorCoreDeltaBody(builder, loc, func, bs.dv,
                                           kRowThreads);

@@ -17,6 +17,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir {
 namespace fa {
@@ -222,9 +223,10 @@ struct WgmmaBackwardShape {
   int64_t tile;     // rows per loop tile, a multiple of 16
   int64_t stages;   // loop tiles in workgroup memory: 2 or 3
   bool dkdv;        // `_dkdv` (else `_dq`)
-  /// Tiles by TMA from the tensor maps of q, k, v and do (the kernel's last
-  /// four arguments) into swizzled workgroup memory, completing on
-  /// mbarriers; otherwise by cp.async into the canonical no-swizzle layout.
+  /// Tiles by TMA from the tensor maps of q, k, v and do (the kernel's
+  /// last four arguments, or the four before dq_accum's with dqBulk())
+  /// into swizzled workgroup memory, completing on mbarriers; otherwise by
+  /// cp.async into the canonical no-swizzle layout.
   bool tma = false;
   /// `_dkdv` only: also dQ += scale dS K_j for its key block, as f32 atomic
   /// adds into dq_accum (argument 8, before the tensor maps), from dS^T
@@ -265,22 +267,35 @@ struct WgmmaBackwardShape {
     int64_t n = dqByQueries() ? d : tile;
     return dqBlocks() >= numWarps / 4 ? n : n / (numWarps / 4);
   }
+  /// dqAtomic with TMA and dQ = dS K (dqByQueries(), dqColumns() a
+  /// multiple of 32): each warp stages its 16 query rows x dqColumns() of
+  /// scale * dQ per product in workgroup memory, as boxes of 16 rows x 32
+  /// f32 (128 bytes a row, 128-byte swizzle: conflict-free fragment
+  /// stores), and one lane adds each box to dq_accum with a TMA reduction
+  /// (cp.reduce.async.bulk.tensor .add) through dq_accum's tensor map (the
+  /// kernel's fifth map), in place of one f32 atomic per value pair.
+  /// FlashAttention-3 (Shah et al. 2024, Section 3) adds dQ with TMA
+  /// reductions in the same way.
+  bool dqBulk() const {
+    return dqAtomic && tma && dqByQueries() && dqColumns() % 32 == 0;
+  }
+  /// dqBulk: bytes of the staging boxes (every warp's, every product's).
+  int64_t dqStageBytes() const { return dqBulk() ? tile * d * 4 : 0; }
+  /// The tensor maps that close the argument list: q, k, v, do (TMA), then
+  /// dq_accum (dqBulk).
+  int64_t numTensorMaps() const { return tma ? 4 + (dqBulk() ? 1 : 0) : 0; }
 };
-
-/// The number of tensor-map arguments that close a TMA backward kernel's
-/// argument list (q, k, v, do).
-inline constexpr int64_t kTmaBackwardTensorMaps = 4;
 
 /// Byte offsets of a wgmma backward kernel's tiles in its dynamic
 /// workgroup memory: its own rows (K then V for _dkdv, Q then dO for _dq),
 /// then the stages of the loop's first (Q or K, head dim D) and second (dO
 /// or V, head dim Dv) tiles, then (_dkdv) the stages of the query tiles'
-/// lse and delta (f32), then (dqAtomic) two dS^T buffers, then (TMA) the
-/// mbarriers, 8 bytes each: own first, own second, one per first-tile
-/// stage, one per second-tile stage.
+/// lse and delta (f32), then (dqAtomic) two dS^T buffers, then (dqBulk)
+/// the dQ staging rows, then (TMA) the mbarriers, 8 bytes each: own first,
+/// own second, one per first-tile stage, one per second-tile stage.
 struct WgmmaBackwardLayout {
   int64_t ownFirst, ownSecond, loopFirst, loopSecond;
-  int64_t firstStageBytes, secondStageBytes, columnValues, dsBuffers,
+  int64_t firstStageBytes, secondStageBytes, columnValues, dsBuffers, dqStage,
       barrierOffset, bytes;
 };
 
@@ -294,7 +309,11 @@ inline WgmmaBackwardLayout wgmmaBackwardLayout(const WgmmaBackwardShape &ks) {
   l.loopSecond = l.loopFirst + ks.stages * l.firstStageBytes;
   l.columnValues = l.loopSecond + ks.stages * l.secondStageBytes;
   l.dsBuffers = l.columnValues + (ks.dkdv ? ks.stages * 2 * ks.tile * 4 : 0);
-  l.barrierOffset = l.dsBuffers + 2 * ks.dsBufferBytes();
+  // The staging boxes start on a 1024-byte boundary (the 128-byte swizzle
+  // repeats every 8 rows of 128 bytes).
+  l.dqStage = llvm::alignTo(l.dsBuffers + 2 * ks.dsBufferBytes(),
+                            ks.dqBulk() ? 1024 : 8);
+  l.barrierOffset = l.dqStage + ks.dqStageBytes();
   l.bytes = l.barrierOffset + 8 * ks.numBarriers();
   return l;
 }

@@ -40,7 +40,10 @@
 // dS^T registers carried), and dQ_i = dS_i K (64-query tiles and more;
 // dS_i M-major from the dS^T buffers, K N-major from the own K tile) or
 // dQ_i^T = K^T dS_i^T (32-query tiles) is issued ahead of the next tile's
-// S^T; its scale * dQ values go to the f32 dq_accum with
+// S^T; its scale * dQ values go to the f32 dq_accum: with TMA (dqBulk),
+// each warp stores them into swizzled boxes in workgroup memory and one
+// lane adds each box with a TMA reduction (cp.reduce.async.bulk.tensor
+// .add, through dq_accum's tensor map); with cp.async tiles, by
 // red.global.add.v2.f32 (two adjacent head-dim columns each) or
 // red.global.add.f32. _delta zeroes dq_accum and _dq_convert writes dq.
 //
@@ -48,8 +51,9 @@
 // WgmmaFragments.h; with TMA (`tma`, fa-to-ptx's default), the swizzled
 // layout of WgmmaForward.cpp's TMA tiles: thread 0 loads the own tiles and
 // each loop tile half from the tensor maps of q, k, v and do (the last four
-// arguments), completing on mbarriers (own first, own second, one per stage
-// of each half; the n-th load into a stage completes its phase n), and
+// arguments; then dq_accum's with dqBulk), completing on mbarriers (own
+// first, own second, one per stage of each half; the n-th load into a stage
+// completes its phase n), and
 // every thread waits on a tile's barriers before its products. Either way
 // the own tiles and the loop tiles' first use (S, dP) are K-major
 // operands; the loop tiles' second use (dV, dK, dQ: K = the loop tile's
@@ -201,8 +205,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                      : CanonicalCopy::plan(fb, tile, ks.dv, threads, ids);
   }
   const int64_t numArgs = func.getNumArguments();
-  auto mapOf = [&](int64_t operand) { // 0 q, 1 k, 2 v, 3 do
-    return func.getArgument(numArgs - kTmaBackwardTensorMaps + operand);
+  auto mapOf = [&](int64_t operand) { // 0 q, 1 k, 2 v, 3 do, 4 dq_accum
+    return func.getArgument(numArgs - ks.numTensorMaps() + operand);
   };
   Value ownFirstMap, ownSecondMap, loopFirstMap, loopSecondMap;
   if (tma) {
@@ -603,7 +607,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // together, red.global.add.v2.f32), dQ^T rows head-dim columns (one
   // red.global.add.f32 each).
   Value dqBase, dqRowBytes;
-  if (dqAtomic) {
+  const bool dqBulk = ks.dqBulk();
+  Value dqMap = dqBulk ? mapOf(4) : Value();
+  if (dqAtomic && !dqBulk) {
     // This thread's first fragment value: [batch, 16 (warp % 4) + g, 2t]
     // (dQ rows are queries) or [batch, 0, 16 (warp % 4) + g] (dQ^T rows are
     // head-dim columns).
@@ -614,8 +620,103 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // across the loop.
     dqRowBytes = toI32(fb, fb.mul(meta.getStrides()[1], fb.cstIndex(4)));
   }
+  // dqBulk: the warp's staging boxes are free once its earlier TMA
+  // reductions have read them; every lane stores its scale * dQ values
+  // (box (p, b) of warp w at ((w P + p) B + b) 2048 bytes, P products of B
+  // boxes; row r at 128 r, 16-byte chunk c at 16 (c ^ (r % 8)): the
+  // 128-byte swizzle), makes them visible to the async proxy, and lane 0
+  // adds each box to dq_accum at (head-dim column nOffset + 32 b, the
+  // warp's first query row, batch); rows past Tq fall outside the map and
+  // are dropped. Only the warp syncs: its boxes are its own.
+  const int64_t dqBoxes = ks.dqColumns() / 32;
+  auto dqBulkAdds = [&](FragmentBuilder &x, Value tb,
+                        ArrayRef<SmallVector<Value>> accs) {
+    Type i32 = x.b.getI32Type();
+    auto cst = [&](int64_t v) { return cstI32(x, v); };
+    auto add = [&](Value a, Value c) {
+      return arith::AddIOp::create(x.b, x.loc, a, c).getResult();
+    };
+    auto mul = [&](Value a, int64_t c) {
+      return arith::MulIOp::create(x.b, x.loc, a, cst(c)).getResult();
+    };
+    auto andI = [&](Value a, int64_t c) {
+      return arith::AndIOp::create(x.b, x.loc, a, cst(c)).getResult();
+    };
+    auto shr = [&](Value a, int64_t c) {
+      return arith::ShRUIOp::create(x.b, x.loc, a, cst(c)).getResult();
+    };
+    auto xorI = [&](Value a, Value c) {
+      return arith::XOrIOp::create(x.b, x.loc, a, c).getResult();
+    };
+    // The thread index read here, not carried across the loop (the kernel
+    // runs at the register limit).
+    Value tid = inlinePtx(x, "mov.u32 $0, %tid.x;", {i32}, ValueRange{})[0];
+    Value lane = andI(tid, 31), g = shr(lane, 2), t = andI(lane, 3);
+    const int64_t products = accs.size();
+    Value region = add(add(shared.addr, cst(layout.dqStage)),
+                       mul(shr(tid, 5), products * dqBoxes * 2048));
+    // Row g, the t % 2 half of 16-byte chunk 2 a + t / 2 (swizzled), of a
+    // box: 128 g + 8 (t % 2) + 16 ((t / 2 ^ g) % 2) + 32 (a ^ g / 2).
+    Value threadBase =
+        add(add(region, mul(g, 128)),
+            add(mul(andI(t, 1), 8), mul(andI(xorI(shr(t, 1), g), 1), 16)));
+    SmallVector<Value> chunkAt;
+    for (int64_t a = 0; a < 4; ++a)
+      chunkAt.push_back(add(threadBase, mul(xorI(shr(g, 1), cst(a)), 32)));
+    inlinePtx(x, "cp.async.bulk.wait_group.read 0;\nbar.warp.sync -1;", {},
+              ValueRange{});
+    for (auto [p, acc] : llvm::enumerate(accs)) {
+      // Value i of the fragment: row g + 8 ((i % 4) / 2), column 8 (i / 4)
+      // + 2t + i % 2: n8 block j = i / 4 is chunk pair j % 4 of box j / 4.
+      std::string text;
+      SmallVector<Value> ins(chunkAt.begin(), chunkAt.end());
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < (int64_t)acc.size(); i += 4) {
+          int64_t j = i / 4;
+          int64_t offset = ((int64_t)p * dqBoxes + j / 4) * 2048 + h * 1024;
+          text += "st.shared.v2.f32 [$" + std::to_string(j % 4) + "+" +
+                  std::to_string(offset) + "], {$" +
+                  std::to_string(ins.size()) + ", $" +
+                  std::to_string(ins.size() + 1) + "};\n";
+          ins.push_back(x.mulF(acc[i + 2 * h], x.cstF32(ks.scale)));
+          ins.push_back(x.mulF(acc[i + 2 * h + 1], x.cstF32(ks.scale)));
+        }
+      inlinePtx(x, text, {}, ins);
+    }
+    inlinePtx(x, "fence.proxy.async.shared::cta;\nbar.warp.sync -1;", {},
+              ValueRange{});
+    Value leader = arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::eq,
+                                         lane, cst(0));
+    scf::IfOp::create(x.b, x.loc, leader, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, ks.elt);
+      Value warpRows =
+          arith::MulIOp::create(ib, il, andI(shr(tid, 5), 3), cstI32(y, 16));
+      for (int64_t p = 0; p < products; ++p) {
+        auto [mBlock, nOffset] = dqPart(y, p);
+        Value row = arith::AddIOp::create(
+            ib, il,
+            toI32(y, y.add(y.mul(tb, bt), y.mul(mBlock, y.cstIndex(64)))),
+            warpRows);
+        for (int64_t box = 0; box < dqBoxes; ++box)
+          inlinePtx(
+              y,
+              "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile."
+              "bulk_group [$0, {$1, $2, $3}], [$4];",
+              {},
+              ValueRange{
+                  dqMap, toI32(y, y.add(nOffset, y.cstIndex(32 * box))), row,
+                  toI32(y, batch),
+                  arith::AddIOp::create(
+                      ib, il, region, cstI32(y, (p * dqBoxes + box) * 2048))});
+      }
+      inlinePtx(y, "cp.async.bulk.commit_group;", {}, ValueRange{});
+      scf::YieldOp::create(ib, il);
+    });
+  };
   auto dqAtomics = [&](FragmentBuilder &x, Value tb,
                        ArrayRef<SmallVector<Value>> accs) {
+    if (dqBulk)
+      return dqBulkAdds(x, tb, accs);
     for (auto [p, acc] : llvm::enumerate(accs)) {
       auto [mBlock, nOffset] = dqPart(x, p);
       Value m0 = x.mul(mBlock, x.cstIndex(64));
@@ -949,6 +1050,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   }
   if (!tma)
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  // dqBulk: the bulk reductions have read the staging rows before the block
+  // exits (their adds complete with the grid).
+  if (dqBulk)
+    inlinePtx(fb, "cp.async.bulk.wait_group.read 0;", {}, ValueRange{});
 
   // dk = scale dK, dv = dV (or dq = scale dQ) for the own rows in range.
   SmallVector<Value> first8 =
