@@ -232,3 +232,20 @@ func.func @dv_shape(%q: tensor<2x8x4xf32>, %k: tensor<2x16x4xf32>, %v: tensor<2x
   %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x6xf32>, tensor<2x8x6xf32>, tensor<2x8x6xf32>, tensor<2x8xf32> -> tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
   return %dq, %dk, %dv : tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
 }
+
+// -----
+
+// Tensor encodings: the fa ops take and give dense tensors.
+func.func @encoded_do(%q: tensor<2x8x4xf32>, %k: tensor<2x16x4xf32>, %v: tensor<2x16x6xf32>, %o: tensor<2x8x6xf32>, %do: tensor<2x8x6xf32, "enc">, %lse: tensor<2x8xf32>) -> tensor<2x8x4xf32> {
+  // expected-error @+1 {{'fa.attention_backward' op expected do without a tensor encoding (the fa ops take and give dense tensors), got 'tensor<2x8x6xf32, "enc">'}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x6xf32>, tensor<2x8x6xf32>, tensor<2x8x6xf32, "enc">, tensor<2x8xf32> -> tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x6xf32>
+  return %dq : tensor<2x8x4xf32>
+}
+
+// -----
+
+func.func @encoded_dk(%q: tensor<2x8x4xf32>, %k: tensor<2x16x4xf32>, %v: tensor<2x16x6xf32>, %o: tensor<2x8x6xf32>, %do: tensor<2x8x6xf32>, %lse: tensor<2x8xf32>) -> tensor<2x8x4xf32> {
+  // expected-error @+1 {{'fa.attention_backward' op expected dk without a tensor encoding}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x6xf32>, tensor<2x8x6xf32>, tensor<2x8x6xf32>, tensor<2x8xf32> -> tensor<2x8x4xf32>, tensor<2x16x4xf32, "enc">, tensor<2x16x6xf32>
+  return %dq : tensor<2x8x4xf32>
+}

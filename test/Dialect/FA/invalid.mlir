@@ -262,3 +262,28 @@ func.func @scale_underflows_f32(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: t
   %o = fa.attention %q, %k, %v scale(4.9e-324) : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
   return %o : tensor<8x4xf32>
 }
+
+// -----
+
+// Tensor encodings: the fa ops take and give dense tensors.
+func.func @encoded_q(%q: tensor<8x4xf32, "enc">, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'fa.attention' op expected q without a tensor encoding (the fa ops take and give dense tensors), got 'tensor<8x4xf32, "enc">'}}
+  %o = fa.attention %q, %k, %v : tensor<8x4xf32, "enc">, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @encoded_o(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32, "enc"> {
+  // expected-error @+1 {{'fa.attention' op expected o without a tensor encoding}}
+  %o = fa.attention %q, %k, %v : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32, "enc">
+  return %o : tensor<8x4xf32, "enc">
+}
+
+// -----
+
+func.func @encoded_mask(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>, %m: tensor<8x16xi1, "enc">) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'fa.attention' op expected mask without a tensor encoding}}
+  %o = fa.attention %q, %k, %v mask(%m : tensor<8x16xi1, "enc">) : tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}

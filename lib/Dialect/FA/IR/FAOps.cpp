@@ -51,6 +51,27 @@ std::optional<double> AttentionBackwardOp::getStaticScale() {
   return staticScale(getScale(), getQ().getType());
 }
 
+/// Every tensor of `op` dense: no operand or result (named by `operandNames`
+/// and `resultNames`, in order) carries a tensor encoding, which no lowering
+/// of the fa ops reads (a sparse or layout encoding would be dropped
+/// silently by tiling and bufferization).
+static LogicalResult verifyNoEncodings(Operation *op,
+                                       ArrayRef<StringRef> operandNames,
+                                       ArrayRef<StringRef> resultNames) {
+  auto check = [&](ValueRange values,
+                   ArrayRef<StringRef> names) -> LogicalResult {
+    for (auto [value, name] : llvm::zip(values, names))
+      if (auto ty = dyn_cast<RankedTensorType>(value.getType());
+          ty && ty.getEncoding())
+        return op->emitOpError("expected ")
+               << name << " without a tensor encoding (the fa ops take and "
+               << "give dense tensors), got " << ty;
+    return success();
+  };
+  return failure(failed(check(op->getOperands(), operandNames)) ||
+                 failed(check(op->getResults(), resultNames)));
+}
+
 /// The rules on q, k and v shared by fa.attention and fa.attention_backward:
 /// one rank >= 2, one supported float element type, batch dims that agree,
 /// k's head dim that of q and v's length that of k.
@@ -191,7 +212,8 @@ LogicalResult AttentionOp::verify() {
   RankedTensorType qTy = getQ().getType();
   RankedTensorType kTy = getK().getType();
   RankedTensorType vTy = getV().getType();
-  if (failed(verifyQKV(*this, qTy, kTy, vTy)))
+  if (failed(verifyNoEncodings(*this, {"q", "k", "v", "mask"}, {"o", "lse"})) ||
+      failed(verifyQKV(*this, qTy, kTy, vTy)))
     return failure();
   int64_t rank = qTy.getRank();
   int64_t nb = rank - 2;
@@ -238,7 +260,9 @@ LogicalResult AttentionBackwardOp::verify() {
   RankedTensorType qTy = getQ().getType();
   RankedTensorType kTy = getK().getType();
   RankedTensorType vTy = getV().getType();
-  if (failed(verifyQKV(*this, qTy, kTy, vTy)))
+  if (failed(verifyNoEncodings(*this, {"q", "k", "v", "o", "do", "lse"},
+                               {"dq", "dk", "dv"})) ||
+      failed(verifyQKV(*this, qTy, kTy, vTy)))
     return failure();
   Type elt = qTy.getElementType();
   SmallVector<int64_t> oShape = outputShape(qTy, vTy);

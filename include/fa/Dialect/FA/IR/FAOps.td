@@ -105,8 +105,9 @@ def FA_AttentionOp : FA_Op<"attention", [Pure]> {
     q's and k's head_dim, k's and v's seqlen) but that are dynamic are not
     checked at run time by the lowerings: a mismatch there is undefined
     behaviour, as for a mismatched `linalg.matmul`. Static head
-    dims (head_dim of q/k, head_dim_v of v) must be positive, and `scale`
-    must be representable in f32.
+    dims (head_dim of q/k, head_dim_v of v) must be positive, `scale`
+    must be representable in f32, and no operand or result may carry a
+    tensor encoding (the op takes and gives dense tensors).
 
     Example:
 
@@ -214,8 +215,9 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [Pure]> {
     q's and k's head_dim, k's and v's seqlen) but that are dynamic are not
     checked at run time by the lowerings: a mismatch there is undefined
     behaviour, as for a mismatched `linalg.matmul`. Static head
-    dims (head_dim of q/k, head_dim_v of v) must be positive, and `scale`
-    must be representable in f32.
+    dims (head_dim of q/k, head_dim_v of v) must be positive, `scale`
+    must be representable in f32, and no operand or result may carry a
+    tensor encoding (the op takes and gives dense tensors).
 
     Example:
 
