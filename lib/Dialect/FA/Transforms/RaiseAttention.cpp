@@ -599,6 +599,20 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   for (Operation *op : ev->getVisited())
     m.cleanup.push_back(op);
   m.cleanup.push_back(qk.op);
+
+  // fa.attention takes and gives dense tensors: a chain that reads or
+  // writes a tensor with an encoding (sparse, layout) stays as it is.
+  SmallVector<Operation *> chainOps(m.cleanup);
+  chainOps.push_back(pv.op);
+  for (Operation *op : chainOps)
+    for (Type t :
+         llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (auto ty = dyn_cast<RankedTensorType>(t); ty && ty.getEncoding()) {
+        llvm::raw_string_ostream os(why);
+        os << "the chain has a tensor with an encoding (" << ty
+           << "); fa.attention takes dense tensors";
+        return std::nullopt;
+      }
   return m;
 }
 
