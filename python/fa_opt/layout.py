@@ -88,11 +88,12 @@ def rank2(sizes: Sequence[int], strides: Sequence[int]
 #
 # A forward manifest's `tensor_map OPERAND BOX_COLS BOX_ROWS SWIZZLE` lines
 # (docs/ARTIFACTS.md), and those of a version 4 backward manifest's kernel
-# sections (q, k, v, do), ask for one CUtensorMap per operand, passed by
-# value after the memref params. The map describes the operand's rank-3 view
-# [batch, T, D] innermost first: dims (D, T, batch), byte strides (T stride,
-# batch stride); for a contiguous tensor (D*esize, T*D*esize), as the C++
-# runtime encodes it (runtime/lib/Manifest.cpp, buildTensorMapArgs).
+# sections (q, k, v, do, dq_accum), ask for one CUtensorMap per operand,
+# passed by value after the memref params. The map describes the operand's
+# rank-3 view [batch, T, D] innermost first: dims (D, T, batch), byte
+# strides (T stride, batch stride); for a contiguous tensor (D*esize,
+# T*D*esize), as the C++ runtime encodes it (runtime/lib/Manifest.cpp,
+# buildTensorMapArgs).
 
 #: cuTensorMapEncodeTiled's limits: dims at most 2^32 - 1 here, strides
 #: multiples of 16 bytes below 2^40, a 16-byte aligned address.

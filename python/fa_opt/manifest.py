@@ -397,6 +397,11 @@ def read_manifest(path: str) -> Manifest:
 # order): that kernel takes one CUtensorMap per line by value after its
 # memref params.
 
+# The one declaration each named scratch buffer may have (DTYPE DIM...).
+_SCRATCH_DECLARATIONS = {
+    "delta": ["f32", "batch", "seqlen_q"],
+    "dq_accum": ["f32", "batch", "seqlen_q", "head_dim"]}
+
 _BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
                         "head_dim_v")
 _SECTION_KEYS = ("kernel", "threads", "block_m", "block_n", "shared_bytes",
@@ -475,6 +480,14 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                                     f"DIM...', got '{' '.join([key, *rest])}'")
             if rest[1] not in DTYPES:
                 raise ManifestError(f"{where}: unknown scratch dtype '{rest[1]}'")
+            # delta and dq_accum have one shape the kernels take them in
+            # (their memref params and dq_accum's tensor map).
+            want = _SCRATCH_DECLARATIONS.get(rest[0])
+            if want and rest[1:] != want:
+                raise ManifestError(
+                    f"{where}: scratch buffer '{rest[0]}' must be "
+                    f"'{' '.join(want)}' (the shape its kernels take), got "
+                    f"'{' '.join(rest[1:])}'")
             scratch.append(Scratch(rest[0], rest[1], rest[2:]))
         else:
             if key in header:

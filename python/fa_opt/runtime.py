@@ -121,7 +121,8 @@ def tensor_maps_for(manifest: Manifest,
     order, for the batches ``[start, start + chunk)`` of ``tensors`` (as
     :func:`launch` takes them; q's pointer stands in for an operand with no
     element). ``manifest`` is a forward manifest or a backward kernel's
-    view (maps of q, k, v, do; do in ``do_dtype``)."""
+    view (maps of q, k, v, do, dq_accum; do in ``do_dtype``, dq_accum
+    f32)."""
     if not manifest.tensor_maps:
         return []
     anchor = "q" if "q" in tensors else manifest.tensor_maps[0].operand

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from fa_opt.manifest import ManifestError, parse_manifest
@@ -147,6 +149,24 @@ def test_backward_manifest(tmp_path):
         parse_any_manifest(BACKWARD.replace("threads 128\n", "threads 2048\n"))
     with pytest.raises(ManifestError, match="no kernel section"):
         parse_any_manifest(BACKWARD[:BACKWARD.index("kernel ")])
+    # delta and dq_accum take one declaration each (the C++ reader's
+    # message, line 23 of the same text).
+    with pytest.raises(ManifestError, match=re.escape(
+            "x:23: scratch buffer 'dq_accum' must be 'f32 batch seqlen_q "
+            "head_dim' (the shape its kernels take), got 'f32 batch "
+            "seqlen_k head_dim'")):
+        parse_any_manifest(BACKWARD.replace(
+            "dq_accum f32 batch seqlen_q head_dim",
+            "dq_accum f32 batch seqlen_k head_dim"), "x")
+    with pytest.raises(ManifestError, match="scratch buffer 'dq_accum' "
+                       "must be 'f32 batch seqlen_q head_dim'"):
+        parse_any_manifest(BACKWARD.replace(
+            "dq_accum f32 batch", "dq_accum f16 batch"))
+    with pytest.raises(ManifestError, match=re.escape(
+            "scratch buffer 'delta' must be 'f32 batch seqlen_q' (the shape "
+            "its kernels take), got 'f32 batch'")):
+        parse_any_manifest(BACKWARD.replace(
+            "delta f32 batch seqlen_q", "delta f32 batch"))
 
 
 # --- tensor_map lines (TMA forward kernels) ------------------------------------

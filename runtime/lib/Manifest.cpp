@@ -1008,6 +1008,25 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
               buffer.name != "delta" && buffer.name != "dq_accum")
             return fail(lineNo, "scratch buffer '" + buffer.name +
                                     "' shadows an operand of the op");
+          // delta and dq_accum have one shape the kernels take them in
+          // (their memref params and dq_accum's tensor map).
+          if (buffer.name == "delta" || buffer.name == "dq_accum") {
+            std::vector<std::string> want = {"batch", "seqlen_q"};
+            if (buffer.name == "dq_accum")
+              want.push_back("head_dim");
+            if (buffer.dtype != FA_RT_DTYPE_F32 || buffer.dims != want) {
+              std::string expected = "f32";
+              for (const std::string &dim : want)
+                expected += " " + dim;
+              std::string got = values[1];
+              for (size_t i = 2; i < values.size(); ++i)
+                got += " " + values[i];
+              return fail(lineNo, "scratch buffer '" + buffer.name +
+                                      "' must be '" + expected +
+                                      "' (the shape its kernels take), got '" +
+                                      got + "'");
+            }
+          }
           manifest.scratch.push_back(std::move(buffer));
           return FA_RT_SUCCESS;
         }

@@ -1134,6 +1134,22 @@ static void testBackwardManifestMalformed() {
   EXPECT_BACKWARD_ERROR(backwardWith("scratch delta f32 batch seqlen_q",
                                      "scratch delta f32 batch seqlen_x"),
                         "invalid value 'seqlen_x' for 'scratch'");
+  // delta and dq_accum take one declaration each: the kernels' shape.
+  EXPECT_BACKWARD_ERROR(
+      backwardWith("scratch dq_accum f32 batch seqlen_q head_dim",
+                   "scratch dq_accum f32 batch seqlen_k head_dim"),
+      "dir/b.manifest:23: scratch buffer 'dq_accum' must be 'f32 batch "
+      "seqlen_q head_dim' (the shape its kernels take), got 'f32 batch "
+      "seqlen_k head_dim'");
+  EXPECT_BACKWARD_ERROR(
+      backwardWith("scratch dq_accum f32 batch seqlen_q head_dim",
+                   "scratch dq_accum f16 batch seqlen_q head_dim"),
+      "scratch buffer 'dq_accum' must be 'f32 batch seqlen_q head_dim'");
+  EXPECT_BACKWARD_ERROR(backwardWith("scratch delta f32 batch seqlen_q",
+                                     "scratch delta f32 batch"),
+                        "scratch buffer 'delta' must be 'f32 batch "
+                        "seqlen_q' (the shape its kernels take), got 'f32 "
+                        "batch'");
   EXPECT_BACKWARD_ERROR(backwardWith("threads 128", "threads 2048"),
                         "invalid value '2048' for 'threads'");
   EXPECT_BACKWARD_ERROR(

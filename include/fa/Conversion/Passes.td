@@ -283,8 +283,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "dO) with the Tensor Memory Accelerator (cp.async.bulk.tensor, "
            "one thread, completion on mbarriers) from tensor maps the "
            "runtime encodes on the host (three extra by-value kernel "
-           "parameters in the forward, four in _dkdv and _dq; `tensor_map` "
-           "lines in the manifest) instead of per-thread cp.async; ignored "
+           "parameters in the forward, four in _dkdv and _dq, and with "
+           "dq-atomics a fifth in _dkdv, dq_accum's, for its TMA reductions; "
+           "`tensor_map` lines in the manifest) instead of per-thread "
+           "cp.async; ignored "
            "by ops that take another kernel (without tensor-cores and "
            "wgmma, f32, other head dims)">,
     Option<"producerWarp", "producer-warp", "bool", /*default=*/"false",
