@@ -402,6 +402,17 @@ _SCRATCH_DECLARATIONS = {
     "delta": ["f32", "batch", "seqlen_q"],
     "dq_accum": ["f32", "batch", "seqlen_q", "head_dim"]}
 
+# The header keys a backward manifest may carry (others are for newer
+# readers, skipped), as the C++ runtime reads them.
+# The op's tensors a backward kernel may take by name (else a scratch).
+_BWD_TENSORS = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv")
+
+_BWD_HEADER_KEYS = (
+    "version", "op", "name", "ptx", "dtype", "causal", "scale", "batch",
+    "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "chip", "o_dtype",
+    "do_dtype", "dq_dtype", "dk_dtype", "dv_dtype", "batch_shape",
+    "deterministic", "row_align")
+
 _BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
                         "head_dim_v")
 _SECTION_KEYS = ("kernel", "threads", "block_m", "block_n", "shared_bytes",
@@ -475,6 +486,9 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                                     f"section of kernel {sections[-1]['kernel'][0]}")
             sections[-1][key] = rest
         elif key == "scratch":
+            if sections:
+                raise ManifestError(f"{where}: 'scratch' after the first "
+                                    f"kernel section")
             if len(rest) < 2:
                 raise ManifestError(f"{where}: expected 'scratch NAME DTYPE "
                                     f"DIM...', got '{' '.join([key, *rest])}'")
@@ -488,10 +502,22 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                     f"{where}: scratch buffer '{rest[0]}' must be "
                     f"'{' '.join(want)}' (the shape its kernels take), got "
                     f"'{' '.join(rest[1:])}'")
+            if any(other.name == rest[0] for other in scratch):
+                raise ManifestError(f"{where}: duplicate scratch buffer "
+                                    f"'{rest[0]}'")
             scratch.append(Scratch(rest[0], rest[1], rest[2:]))
         else:
+            if key not in _BWD_HEADER_KEYS:
+                continue  # unknown keys are for newer readers
+            if sections:
+                raise ManifestError(f"{where}: header key '{key}' after the "
+                                    f"first kernel section")
             if key in header:
-                raise ManifestError(f"{where}: duplicate key '{key}'")
+                raise ManifestError(f"{where}: duplicate key '{key}' (first "
+                                    f"on line {header_lines[key]})")
+            if key != "batch_shape" and len(rest) != 1:
+                raise ManifestError(f"{where}: expected 1 value for '{key}', "
+                                    f"got {len(rest)}")
             header[key] = rest
             header_lines[key] = number
     for key in _BWD_HEADER_REQUIRED:
@@ -573,6 +599,13 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                 tensor_maps=maps, do_dtype=do_dtype)
         except ValueError:
             raise ManifestError(f"{path}: kernel {name}: malformed number")
+        for param in m.params:
+            if param not in _BWD_TENSORS and \
+                    not any(b.name == param for b in scratch):
+                raise ManifestError(
+                    f"{path}: kernel '{name}' takes '{param}', which is "
+                    f"neither an operand, a result nor a scratch buffer of "
+                    f"the manifest")
         _check_ranges(m, f"{path}: kernel {name}")
         _check_map_order_and_boxes(m, path,
                                    f"the params of kernel '{name}'")

@@ -167,6 +167,29 @@ def test_backward_manifest(tmp_path):
             "its kernels take), got 'f32 batch'")):
         parse_any_manifest(BACKWARD.replace(
             "delta f32 batch seqlen_q", "delta f32 batch"))
+    # The C++ reader's structural rules, with its messages.
+    first_kernel = "kernel bwd_attention_backward_0_delta\n"
+    for text, message in (
+            (BACKWARD.replace(first_kernel, first_kernel
+                              + "scratch extra f32 batch\n"),
+             "'scratch' after the first kernel section"),
+            (BACKWARD.replace(first_kernel,
+                              "scratch delta f32 batch seqlen_q\n"
+                              + first_kernel),
+             "duplicate scratch buffer 'delta'"),
+            (BACKWARD.replace(first_kernel, first_kernel + "chip sm_80\n"),
+             "header key 'chip' after the first kernel section"),
+            (BACKWARD.replace("chip sm_90a\n", "chip sm_90a sm_80\n"),
+             "expected 1 value for 'chip', got 2"),
+            (BACKWARD.replace("ptx bwd_attention_backward_0.ptx\n", "ptx\n"),
+             "expected 1 value for 'ptx', got 0"),
+            (BACKWARD.replace("params o do delta dq_accum\n",
+                              "params o do delta dq_accum scores\n"),
+             "kernel 'bwd_attention_backward_0_delta' takes 'scores', which "
+             "is neither an operand, a result nor a scratch buffer of the "
+             "manifest")):
+        with pytest.raises(ManifestError, match=re.escape(message)):
+            parse_any_manifest(text)
 
 
 # --- tensor_map lines (TMA forward kernels) ------------------------------------
