@@ -407,14 +407,12 @@ _SCRATCH_DECLARATIONS = {
 # The op's tensors a backward kernel may take by name (else a scratch).
 _BWD_TENSORS = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv")
 
-_BWD_HEADER_KEYS = (
-    "version", "op", "name", "ptx", "dtype", "causal", "scale", "batch",
-    "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "chip", "o_dtype",
-    "do_dtype", "dq_dtype", "dk_dtype", "dv_dtype", "batch_shape",
-    "deterministic", "row_align")
-
 _BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
                         "head_dim_v")
+_BWD_HEADER_KEYS = _BWD_HEADER_REQUIRED + (
+    "causal", "scale", "batch", "seqlen_q", "seqlen_k", "chip", "o_dtype",
+    "do_dtype", "dq_dtype", "dk_dtype", "dv_dtype", "batch_shape",
+    "deterministic", "row_align")
 _SECTION_KEYS = ("kernel", "threads", "block_m", "block_n", "shared_bytes",
                  "params", "grid")
 
