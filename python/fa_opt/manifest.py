@@ -267,6 +267,13 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
                                                 f"{path}:{number}",
                                                 tensor_maps))
             continue
+        # A backward manifest with a forward version (before its repeated
+        # 'kernel' keys get a less helpful message); the C++ reader's words.
+        if key == "op" and rest == ["attention_backward"]:
+            raise ManifestError(
+                f"{path}:{number}: 'op attention_backward' needs manifest "
+                f"version 2 or 4 (the backward format); versions 1 and 3 are "
+                f"forward manifests, which have no 'op' key")
         if key in values:
             raise ManifestError(f"{path}:{number}: duplicate key '{key}'")
         values[key] = rest

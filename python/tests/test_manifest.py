@@ -149,6 +149,15 @@ def test_backward_manifest(tmp_path):
         parse_any_manifest(BACKWARD.replace("threads 128\n", "threads 2048\n"))
     with pytest.raises(ManifestError, match="no kernel section"):
         parse_any_manifest(BACKWARD[:BACKWARD.index("kernel ")])
+    # A backward manifest that says a forward version goes to the forward
+    # reader, which names the mismatch (the C++ reader's message).
+    for version in ("1", "3"):
+        with pytest.raises(ManifestError, match=re.escape(
+                "x:3: 'op attention_backward' needs manifest version 2 or 4 "
+                "(the backward format); versions 1 and 3 are forward "
+                "manifests, which have no 'op' key")):
+            parse_any_manifest(BACKWARD.replace("version 2",
+                                                f"version {version}"), "x")
     # delta and dq_accum take one declaration each (the C++ reader's
     # message, line 23 of the same text).
     with pytest.raises(ManifestError, match=re.escape(

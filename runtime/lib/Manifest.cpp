@@ -444,6 +444,14 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
           return FA_RT_SUCCESS;
         }
 
+        // A backward manifest with a forward version (before its repeated
+        // 'kernel' keys get a less helpful message).
+        if (key == "op" &&
+            values == std::vector<std::string>{"attention_backward"})
+          return fail(lineNo,
+                      "'op attention_backward' needs manifest version 2 or "
+                      "4 (the backward format); versions 1 and 3 are forward "
+                      "manifests, which have no 'op' key");
         const KeyRule *rule = nullptr;
         for (const KeyRule &candidate : kKeyRules)
           if (key == candidate.name)

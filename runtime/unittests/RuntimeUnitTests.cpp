@@ -1177,6 +1177,13 @@ static void testBackwardManifestMalformed() {
                                  kind),
             FA_RT_ERROR_MANIFEST);
   EXPECT_ERROR(kBackwardManifest, "unsupported manifest version 2");
+  // A backward manifest that says a forward version: the forward reader
+  // names the mismatch at the op line, not the second 'kernel' key.
+  for (const char *version : {"version 1", "version 3"})
+    EXPECT_ERROR(backwardWith("version 2", version),
+                 "dir/x.manifest:3: 'op attention_backward' needs manifest "
+                 "version 2 or 4 (the backward format); versions 1 and 3 are "
+                 "forward manifests, which have no 'op' key");
 }
 
 /// A version 4 backward manifest (docs/ARTIFACTS.md): the deterministic
