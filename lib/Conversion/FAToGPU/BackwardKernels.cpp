@@ -1002,7 +1002,13 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
     for (KernelSpec *spec : mapped) {
       const gpukernel::WgmmaBackwardShape &shape =
           spec == &dkdv ? bs.wgDkDv : bs.wgDq;
-      for (StringRef operand : {"q", "k", "v", "do"}) {
+      for (StringRef operand : shape.tensorMapOperands()) {
+        // dq atomics by TMA reductions: boxes of 32 f32 x 16 rows (one
+        // warp's rows), 128-byte swizzle.
+        if (operand == "dq_accum") {
+          spec->tensorMaps.push_back("dq_accum 32 16 128");
+          continue;
+        }
         bool ownOperand = (operand == "k" || operand == "v") == shape.dkdv;
         int64_t rows = ownOperand ? shape.ownRows() : shape.tile;
         int64_t cols = operand == "q" || operand == "k" ? bs.d : bs.dv;
@@ -1013,10 +1019,6 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
                 .str());
       }
     }
-    // dq atomics by TMA reductions: boxes of 32 f32 x 16 rows (one warp's
-    // rows), 128-byte swizzle.
-    if (bs.wgDkDv.dqBulk())
-      dkdv.tensorMaps.push_back("dq_accum 32 16 128");
   }
   specs = {delta, dkdv, last};
 

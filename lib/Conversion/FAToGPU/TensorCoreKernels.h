@@ -281,9 +281,18 @@ struct WgmmaBackwardShape {
   }
   /// dqBulk: bytes of the staging boxes (every warp's, every product's).
   int64_t dqStageBytes() const { return dqBulk() ? tile * d * 4 : 0; }
-  /// The tensor maps that close the argument list: q, k, v, do (TMA), then
-  /// dq_accum (dqBulk).
-  int64_t numTensorMaps() const { return tma ? 4 + (dqBulk() ? 1 : 0) : 0; }
+  /// The operands of the tensor maps that close the argument list, in
+  /// order: q, k, v, do (TMA), then dq_accum (dqBulk). The kernel's
+  /// `tensor_map` manifest lines are made from this list too.
+  SmallVector<StringRef, 5> tensorMapOperands() const {
+    SmallVector<StringRef, 5> operands;
+    if (tma)
+      operands = {"q", "k", "v", "do"};
+    if (dqBulk())
+      operands.push_back("dq_accum");
+    return operands;
+  }
+  int64_t numTensorMaps() const { return tensorMapOperands().size(); }
 };
 
 /// Byte offsets of a wgmma backward kernel's tiles in its dynamic
