@@ -52,6 +52,7 @@
 // MANIFEST-NEXT:tensor_map q 64 192 128
 // MANIFEST-NEXT:tensor_map k 64 128 128
 // MANIFEST-NEXT:tensor_map v 64 128 128
+// MANIFEST-NEXT:tensor_map o 64 16 128
 // MANIFEST-NEXT:grid ceil_div(seqlen_q,block_m) batch 1
 //  MANIFEST-NOT:{{.}}
 

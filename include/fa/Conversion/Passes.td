@@ -119,6 +119,13 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     that read it; no block barrier after the initial one. With `pingpong`
     as well, warpgroup w waits on named barrier 1 + w before issuing its
     products and then arrives on the next warpgroup's (256 threads each).
+    With `producer-warp`, o in q's element type and head_dim_v == head_dim
+    (a multiple of 64), o leaves by TMA stores (FlashAttention-3's
+    epilogue): each consumer warp writes its 16 rows of o, swizzled, over
+    its rows of the Q tile and its lane 0 issues `cp.async.bulk.tensor`
+    per 64-column box through a fourth tensor map (`fa.tensor_map_params
+    = 4`, manifest line `tensor_map o 64 16 128`); rows past Tq fall
+    outside the map. Otherwise each value pair of o is one aligned store.
     Default block-n: 128 for D 128 or with the producer warpgroup, else 64
     (the next of 64 and 32 when the tile does not split over the warps, its
     accumulators do not fit the registers or its stages do not fit).

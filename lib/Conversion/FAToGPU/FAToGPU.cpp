@@ -463,6 +463,12 @@ static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
                                       Twine(swizzle))
                                          .str()));
     }
+    // o by TMA stores: boxes of one warp's 16 rows.
+    if (getTensorCoreForwardShape(ks).tmaStoreO())
+      maps.push_back(
+          b.getStringAttr(("o " + Twine(gpukernel::tmaSwizzleBytes(ks.dv) / 2) +
+                           " 16 " + Twine(gpukernel::tmaSwizzleBytes(ks.dv)))
+                              .str()));
     entries.push_back(b.getNamedAttr("tensor_map", b.getArrayAttr(maps)));
   }
   return b.getDictionaryAttr(entries);
@@ -747,10 +753,12 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
                                 rowType({ks.batch, ks.tq, ks.dv}, ks.oElt)};
   if (ks.hasLse)
     argTypes.push_back(globalType({ks.batch, ks.tq}, f32));
-  // TMA: the tensor maps of q, k and v close the list (by-value CUtensorMap
-  // parameters once fa-lower-tensor-map-params has run).
-  if (ks.tma)
-    argTypes.append(gpukernel::kTmaTensorMaps, LLVM::LLVMPointerType::get(ctx));
+  // TMA: the tensor maps of q, k and v (and o, tmaStoreO) close the list
+  // (by-value CUtensorMap parameters once fa-lower-tensor-map-params has
+  // run).
+  const int64_t numTensorMaps =
+      ks.tma ? getTensorCoreForwardShape(ks).numTensorMaps() : 0;
+  argTypes.append(numTensorMaps, LLVM::LLVMPointerType::get(ctx));
 
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -780,7 +788,7 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
       {static_cast<int32_t>(ks.threads()), 1, 1}));
   if (ks.tma)
     func->setAttr(gpukernel::kTensorMapParamsAttrName,
-                  builder.getI64IntegerAttr(gpukernel::kTmaTensorMaps));
+                  builder.getI64IntegerAttr(numTensorMaps));
   if (ks.wgmma) {
     gpukernel::buildWgmmaForwardBody(builder, loc, func,
                                      getTensorCoreForwardShape(ks));

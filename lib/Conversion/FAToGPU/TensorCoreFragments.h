@@ -369,20 +369,27 @@ inline Value loadAFromGlobal(FragmentBuilder &x, Value src, Value batch,
 
 /// Stores C fragments `acc[n]` (rows g / g + 8 as `half` 0 / 1) times
 /// `factor` into row `row` of `dst[batch]` at columns n * 8 + 2t, in
-/// dst's element type.
+/// dst's element type. Each pair is one store aligned to its size: the
+/// tensor-core kernels' manifests say `row_align 16` (every row of dst
+/// starts 16-byte aligned) and the column 8n + 2t is even. Without the
+/// alignment LLVM splits a bf16 pair into two 2-byte stores, which doubles
+/// the epilogue's store instructions (ncu: the forward's O stores throttled
+/// the load/store queue).
 inline void storeFragmentRow(FragmentBuilder &x, ArrayRef<Value> acc,
                              int64_t half, Value factor, Value dst,
                              Value batch, Value row, Value t2) {
   Type eltOut = cast<MemRefType>(dst.getType()).getElementType();
   Value splat = vector::BroadcastOp::create(x.b, x.loc, x.vec({2}, x.f32),
                                             factor);
+  const uint64_t pairBytes = 2 * eltOut.getIntOrFloatBitWidth() / 8;
   for (auto [n, tile] : llvm::enumerate(acc)) {
     Value pair = x.mulF(x.extract(tile, {half}), splat);
     if (eltOut != x.f32)
       pair = arith::TruncFOp::create(x.b, x.loc, x.vec({2}, eltOut), pair);
     vector::StoreOp::create(
         x.b, x.loc, pair, dst,
-        ValueRange{batch, row, x.add(t2, x.cstIndex((int64_t)n * 8))});
+        ValueRange{batch, row, x.add(t2, x.cstIndex((int64_t)n * 8))},
+        /*nontemporal=*/false, llvm::MaybeAlign(pairBytes));
   }
 }
 
@@ -689,11 +696,13 @@ inline void rescaleIfMaxMoved(FragmentBuilder &x, Value cond,
 /// the row; o = O / l (0 for a row that saw no key, l = 0) stored from the
 /// C fragments `accRow` when the row (`rowOf()`) is below Tq; with `lse`,
 /// lse = m ln 2 + ln l (-inf for an empty row) from the lane with t = 0.
-inline void storeForwardRow(FragmentBuilder &fb, ArrayRef<Value> accRow,
-                            Value m, Value lPartial, int64_t h,
-                            llvm::function_ref<Value()> rowOf, Value tq,
-                            Value o, Value lse, Value batch, Value t,
-                            Value t2) {
+/// With `stageO`, o is not stored here: stageO(fb, 1 / l) gets the factor
+/// (every row, in range or not) and writes o where a bulk store takes it.
+inline void storeForwardRow(
+    FragmentBuilder &fb, ArrayRef<Value> accRow, Value m, Value lPartial,
+    int64_t h, llvm::function_ref<Value()> rowOf, Value tq, Value o, Value lse,
+    Value batch, Value t, Value t2,
+    llvm::function_ref<void(FragmentBuilder &, Value)> stageO = nullptr) {
   const double ln2 = 0.6931471805599453;
   OpBuilder &b = fb.b;
   Location loc = fb.loc;
@@ -703,11 +712,17 @@ inline void storeForwardRow(FragmentBuilder &fb, ArrayRef<Value> accRow,
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
   Value inv = fb.select(empty, zero,
                         arith::DivFOp::create(b, loc, fb.cstF32(1.0), l));
+  if (stageO) {
+    stageO(fb, inv);
+    if (!lse)
+      return;
+  }
   Value row = rowOf();
   Value valid = fb.cmpI(arith::CmpIPredicate::slt, row, tq);
   scf::IfOp::create(b, loc, valid, [&](OpBuilder &ib, Location il) {
     FragmentBuilder y(ib, il, fb.elt);
-    storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
+    if (!stageO)
+      storeFragmentRow(y, accRow, h, inv, o, batch, row, t2);
     if (lse) {
       Value isFirst = y.cmpI(arith::CmpIPredicate::eq, t, y.cstIndex(0));
       scf::IfOp::create(ib, il, isFirst, [&](OpBuilder &sb, Location sl) {

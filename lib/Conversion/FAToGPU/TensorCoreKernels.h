@@ -72,6 +72,19 @@ struct TensorCoreForwardShape {
   bool pingpong = false;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
+  /// TMA wgmma kernel with the producer warpgroup, o in q's element type
+  /// and head_dim_v == head_dim (a multiple of 64): each consumer warp
+  /// writes its 16 rows of o, swizzled, over its own rows of the Q tile
+  /// (no product reads them after the last S) and stores them with TMA
+  /// (`cp.async.bulk.tensor` through o's tensor map, boxes of 64 columns x
+  /// 16 rows, 128-byte swizzle), as FlashAttention-3's epilogue does
+  /// (Shah et al. 2024, Section 3.1). Otherwise o leaves by st.global.
+  bool tmaStoreO() const {
+    return tma && producerWarp && oElt == elt && dv == d && d % 64 == 0;
+  }
+  /// The tensor maps that close a TMA kernel's argument list: q, k, v, and
+  /// o with tmaStoreO.
+  int64_t numTensorMaps() const { return tma ? 3 + (tmaStoreO() ? 1 : 0) : 0; }
   /// Threads per block: the consumer warps and the producer warpgroup.
   int64_t threads() const { return 32 * (numWarps + (producerWarp ? 4 : 0)); }
   /// TMA wgmma kernel: mbarriers in workgroup memory: Q, one "full" barrier
@@ -121,10 +134,9 @@ inline int64_t tmaSwizzleBytes(int64_t columns) {
   return std::min<int64_t>(128, columns * 2);
 }
 
-/// The number of tensor-map arguments that close a TMA kernel's argument
-/// list (q, k, v), and the function attribute that records it until
-/// fa-lower-tensor-map-params makes them by-value parameters.
-inline constexpr int64_t kTmaTensorMaps = 3;
+/// The function attribute that records the number of tensor-map arguments
+/// that close a TMA kernel's argument list until fa-lower-tensor-map-params
+/// makes them by-value parameters.
 inline constexpr llvm::StringLiteral kTensorMapParamsAttrName =
     "fa.tensor_map_params";
 

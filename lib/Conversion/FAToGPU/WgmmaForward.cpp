@@ -29,7 +29,9 @@
 //                          N-major from workgroup memory)
 //     (K_{j+s-1} and V_{j+s-1} load into the stage of block j - 1 once
 //     every warpgroup is done with it; s = 2 or 3 stages)
-//   o = O / l, lse = m ln 2 + ln l
+//   o = O / l, lse = m ln 2 + ln l (with the producer warpgroup and o in
+//   q's type and head dim, a multiple of 64: each warp writes its rows of
+//   o over its rows of the Q tile and stores them by TMA, tmaStoreO)
 //
 // Tiles use wgmma's canonical layout without swizzling (PTX ISA, "Shared
 // Memory Matrix Layout"): 8 rows x 16 bytes core matrices, 128 contiguous
@@ -172,12 +174,14 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // mbarriers (one arrival, plus the bytes of the tile) at barrierOffset:
   // Q, then one per K stage, then one per V stage. Thread 0 issues every
   // load; every thread waits on the barrier before the tile's first use.
-  const int64_t numArgs = func.getNumArguments();
-  Value qMap, kMap, vMap;
+  const int64_t firstMap = func.getNumArguments() - ks.numTensorMaps();
+  Value qMap, kMap, vMap, oMap;
   if (ks.tma) {
-    qMap = func.getArgument(numArgs - 3);
-    kMap = func.getArgument(numArgs - 2);
-    vMap = func.getArgument(numArgs - 1);
+    qMap = func.getArgument(firstMap);
+    kMap = func.getArgument(firstMap + 1);
+    vMap = func.getArgument(firstMap + 2);
+    if (ks.tmaStoreO())
+      oMap = func.getArgument(firstMap + 3);
   }
   auto barrier = [&](FragmentBuilder &x, int64_t index) {
     return arith::AddIOp::create(
@@ -346,6 +350,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       FragmentBuilder y(ib, il, fb.elt);
       inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{kMap});
       inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{vMap});
+      if (oMap)
+        inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{oMap});
       for (int64_t i = 0; i < ks.numBarriers(); ++i)
         mbarrierInit(y, barrier(y, i), i > 2 * stages ? threads : 1);
       inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
@@ -585,11 +591,110 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   if (!ks.tma)
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   // Epilogue: o = O / l, lse = m ln 2 + ln l.
-  for (int64_t h = 0; h < 2; ++h)
-    storeForwardRow(
-        fb, SmallVector<Value>(last.getResults()), loop.getResult(mBase + h),
-        loop.getResult(lBase + h), h, [&] { return rowOf(fb, h); }, tq, o, lse,
-        batch, t, t2);
+  SmallVector<Value> oFinal(last.getResults());
+  if (!ks.tmaStoreO()) {
+    for (int64_t h = 0; h < 2; ++h)
+      storeForwardRow(
+          fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+          [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2);
+  } else {
+    // tmaStoreO: warp i's rows [16 i, 16 i + 16) of box c of the Q tile
+    // (boxes of 64 columns x blockM rows, 128-byte swizzle) take its rows
+    // of o: row r, 16-byte chunk a at 128 r + 16 (a ^ r % 8). Value pair
+    // n8 slice n of row g + 8h: box n / 8, chunk n % 8, bytes 4t.
+    // The thread and block indices are read again here: carried across
+    // the key loop they cost the 12-warp D 64 kernel a spill.
+    const int64_t boxBytes = blockM * 128;
+    auto special = [&](StringRef reg) {
+      return inlinePtx(fb, ("mov.u32 $0, " + reg + ";").str(), {i32},
+                       ValueRange{})[0];
+    };
+    auto shrI32 = [&](Value a, int64_t c) -> Value {
+      return arith::ShRUIOp::create(b, loc, a, cstI32(fb, c));
+    };
+    auto andI32 = [&](Value a, int64_t c) -> Value {
+      return arith::AndIOp::create(b, loc, a, cstI32(fb, c));
+    };
+    Value tid32 = special("%tid.x");
+    Value lane32 = andI32(tid32, 31);
+    // queryBlockIndex's order: under causal, block x takes query block
+    // gridDim.x - 1 - x.
+    Value block32 = special("%ctaid.x");
+    if (ks.causal != CausalKind::none)
+      block32 = arith::SubIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, special("%nctaid.x"), cstI32(fb, 1)),
+          block32);
+    Value warpRow32 = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, block32, cstI32(fb, blockM)),
+        arith::MulIOp::create(b, loc, shrI32(tid32, 5), cstI32(fb, 16)));
+    Value warpBase = arith::AddIOp::create(
+        b, loc, shared.addr,
+        arith::AddIOp::create(b, loc, cstI32(fb, layout.qOffset),
+                              arith::MulIOp::create(b, loc, shrI32(tid32, 5),
+                                                    cstI32(fb, 16 * 128))));
+    // Thread (g, t): row g (+ 8h) at 128 g, bytes 4t of its chunks; the
+    // chunk a address, threadBase + 16 (a ^ g), is made inside the PTX
+    // (eight address registers live at once spill the 12-warp kernels).
+    Value g32 = shrI32(lane32, 2);
+    Value threadBase = arith::AddIOp::create(
+        b, loc, warpBase,
+        arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, g32, cstI32(fb, 128)),
+            arith::MulIOp::create(b, loc, andI32(lane32, 3), cstI32(fb, 4))));
+    Value g16 = arith::MulIOp::create(b, loc, g32, cstI32(fb, 16));
+    for (int64_t h = 0; h < 2; ++h) {
+      auto stage = [&](FragmentBuilder &x, Value inv) {
+        Value splat =
+            vector::BroadcastOp::create(x.b, x.loc, x.vec({2}, f32), inv);
+        for (auto [n, tile] : llvm::enumerate(oFinal)) {
+          Value pair =
+              arith::TruncFOp::create(x.b, x.loc, x.vec({2}, ks.elt),
+                                      x.mulF(x.extract(tile, {h}), splat));
+          Value word =
+              vector::BitCastOp::create(x.b, x.loc, x.vec({1}, i32), pair);
+          inlinePtx(x,
+                    "{\n.reg .b32 a;\nxor.b32 a, $1, " +
+                        std::to_string(16 * (n % 8)) +
+                        ";\nadd.u32 a, a, $0;\nst.shared.b32 [a+" +
+                        std::to_string((n / 8) * boxBytes + h * 1024) +
+                        "], $2;\n}",
+                    {}, ValueRange{threadBase, g16, x.extract(word, {0})});
+        }
+      };
+      storeForwardRow(
+          fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+          [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2, stage);
+    }
+    // Visible to the async proxy, then lane 0 stores the warp's boxes
+    // (rows past Tq are outside o's map and not written; a warp whose
+    // rows all are issues nothing) and waits until they were read out of
+    // workgroup memory before the block may exit.
+    inlinePtx(fb, "fence.proxy.async.shared::cta;\nbar.warp.sync -1;", {},
+              ValueRange{});
+    Value issue = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane32,
+                              cstI32(fb, 0)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, warpRow32,
+                              toI32(fb, tq)));
+    scf::IfOp::create(b, loc, issue, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, fb.elt);
+      for (int64_t c = 0; c < ks.dv / 64; ++c)
+        inlinePtx(y,
+                  "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group "
+                  "[$0, {$1, $2, $3}], [$4];",
+                  {},
+                  ValueRange{oMap, cstI32(y, 64 * c), warpRow32,
+                             special("%ctaid.y"),
+                             arith::AddIOp::create(ib, il, warpBase,
+                                                   cstI32(y, c * boxBytes))});
+      inlinePtx(y,
+                "cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;",
+                {}, ValueRange{});
+      scf::YieldOp::create(ib, il);
+    });
+  }
   if (producer)
     b.setInsertionPointAfter(consumers);
   gpu::ReturnOp::create(b, loc);

@@ -55,9 +55,10 @@
 // O += P V: ldmatrix.trans of V rows.
 // CHECK: nvgpu.ldmatrix %[[VT]][{{.+}}] {numTiles = 4 : i32, transpose = true}
 // CHECK: nvgpu.mma.sync
-// Epilogue: row sums over the lanes, o and lse stored.
+// Epilogue: row sums over the lanes, o and lse stored (each pair as one
+// 4-byte aligned store: rows are 16-byte aligned, the column even).
 // CHECK: gpu.shuffle xor
-// CHECK: vector.store %{{.+}}, %{{.+}}[{{.+}}] : {{.+}}, vector<2xbf16>
+// CHECK: vector.store %{{.+}}, %{{.+}}[{{.+}}] {alignment = 4 : i64} : {{.+}}, vector<2xbf16>
 // CHECK: math.log
 
 // Without tensor-cores the same op gets the scalar kernel.

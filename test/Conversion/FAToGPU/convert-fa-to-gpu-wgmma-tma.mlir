@@ -133,8 +133,13 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER-LABEL: module attributes
 // PRODUCER-SAME: block_m = 128 : i64, block_n = 128 : i64
 // PRODUCER-SAME: shared_bytes = 163912 : i64
+// PRODUCER-SAME: tensor_map = ["q 64 128 128", "k 64 128 128", "v 64 128 128", "o 64 16 128"]
 // PRODUCER-SAME: threads = 384 : i64
-// PRODUCER: known_block_size = array<i32: 384, 1, 1>
+// o leaves by TMA stores: a fourth tensor map closes the arguments.
+// PRODUCER: %[[OMAP:arg[0-9]+]]: !llvm.ptr)
+// PRODUCER-SAME: fa.tensor_map_params = 4 : i64
+// PRODUCER-SAME: known_block_size = array<i32: 384, 1, 1>
+// PRODUCER: "prefetch.tensormap [$0];", "l" %[[OMAP]]
 // PRODUCER-COUNT-5: "mbarrier.init.shared::cta.b64 [$0], 1;"
 // PRODUCER-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], 256;"
 // PRODUCER: gpu.barrier
@@ -162,6 +167,23 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER: "mbarrier.arrive.shared::cta.b64 _, [$0];"
 // PRODUCER: "wgmma.wait_group.sync.aligned 0;"
 // PRODUCER: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// PRODUCER-NOT: gpu.barrier
+// PRODUCER-NOT: cp.async.bulk.tensor
+// Epilogue: each warp writes its 16 rows of o (16 n8 slices per row half;
+// slice n at chunk n % 8 xor g of box n / 8, box 1 at 128 x 128 bytes,
+// row g + 8 at 1024 bytes) over its rows of the Q tile, fences them to
+// the async proxy, and lane 0 stores two 64-column boxes through o's map
+// and waits until they were read.
+// PRODUCER: "mov.u32 $0, %tid.x;"
+// PRODUCER: "{\0A.reg .b32 a;\0Axor.b32 a, $1, 0;\0Aadd.u32 a, a, $0;\0Ast.shared.b32 [a+0], $2;\0A}"
+// PRODUCER: "{\0A.reg .b32 a;\0Axor.b32 a, $1, 112;\0Aadd.u32 a, a, $0;\0Ast.shared.b32 [a+0], $2;\0A}"
+// PRODUCER: "{\0A.reg .b32 a;\0Axor.b32 a, $1, 0;\0Aadd.u32 a, a, $0;\0Ast.shared.b32 [a+16384], $2;\0A}"
+// PRODUCER: "{\0A.reg .b32 a;\0Axor.b32 a, $1, 0;\0Aadd.u32 a, a, $0;\0Ast.shared.b32 [a+1024], $2;\0A}"
+// PRODUCER: "fence.proxy.async.shared::cta;\0Abar.warp.sync -1;"
+// PRODUCER: scf.if
+// PRODUCER: "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [$0, {$1, $2, $3}], [$4];", "l,r,r,r,r" %[[OMAP]], %c0_i32
+// PRODUCER: "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [$0, {$1, $2, $3}], [$4];", "l,r,r,r,r" %[[OMAP]], %c64_i32
+// PRODUCER: "cp.async.bulk.commit_group;\0Acp.async.bulk.wait_group.read 0;"
 // PRODUCER-NOT: gpu.barrier
 // PRODUCER-NOT: cp.async.bulk.tensor
 // PRODUCER: gpu.return
