@@ -634,8 +634,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                               arith::MulIOp::create(b, loc, shrI32(tid32, 5),
                                                     cstI32(fb, 16 * 128))));
     // Thread (g, t): row g (+ 8h) at 128 g, bytes 4t of its chunks; the
-    // chunk a address, threadBase + 16 (a ^ g), is made inside the PTX
-    // (eight address registers live at once spill the 12-warp kernels).
+    // chunk a address, threadBase + 16 (a ^ g), is made inside each
+    // store's PTX, so that two address registers are live, not eight.
     Value g32 = shrI32(lane32, 2);
     Value threadBase = arith::AddIOp::create(
         b, loc, warpBase,
