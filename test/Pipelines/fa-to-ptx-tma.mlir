@@ -67,11 +67,14 @@
 // PTX: .shared .align 1024 .b8 __dynamic_shmem__0;
 // PTX: cvta.param.u64
 // PTX: prefetch.tensormap
-// PTX: mbarrier.init.shared::cta.b64 [{{.*}}], 256;
+// The empty barriers count the arrivals of the consumer warpgroups with a
+// row before Tq; the others exit after setmaxnreg.
+// PTX: mbarrier.init.shared::cta.b64 [{{.*}}], %r{{[0-9]+}};
 // PTX: setmaxnreg.dec.sync.aligned.u32 24;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: setmaxnreg.inc.sync.aligned.u32 240;
+// PTX: @p exit;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // PTX: mbarrier.arrive.shared::cta.b64

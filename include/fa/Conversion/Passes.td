@@ -112,11 +112,14 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     warpgroup (threads 32 x num-warps on; manifest `threads` counts it):
     it lowers its registers to 24 (`setmaxnreg.dec`) and its first thread
     loads Q, then K_j and V_j of every visited key block, each after
-    waiting on the stage's "empty" mbarrier (32 x num-warps arrivals per
-    phase); the consumer warps raise theirs to what the launch left
-    (`setmaxnreg.inc`: 240 for 8 consumer warps, 160 for 12, 112 for 16;
-    none for 4) and arrive on a stage's empty barrier after the wgmma wait
-    that read it; no block barrier after the initial one. With `pingpong`
+    waiting on the stage's "empty" mbarrier (128 arrivals per consumer
+    warpgroup with a query row before Tq); the consumer warps raise
+    theirs to what the launch left (`setmaxnreg.inc`: 240 for 8 consumer
+    warps, 160 for 12, 112 for 16; none for 4) and arrive on a stage's
+    empty barrier after the wgmma wait that read it; no block barrier
+    after the initial one. Without `pingpong`, a consumer warpgroup whose
+    rows all lie past Tq (the last query block when block-m does not
+    divide Tq, as block-m 192 at every power-of-two Tq) exits at once. With `pingpong`
     as well, warpgroup w waits on named barrier 1 + w before issuing its
     products and then arrives on the next warpgroup's (256 threads each).
     With `producer-warp`, o in q's element type and head_dim_v == head_dim

@@ -52,8 +52,10 @@
 // theirs (setmaxnreg.inc, consumerRegisters) and arrive on a stage's
 // empty barrier (every consumer thread) after the wgmma wait that read
 // it, so the key loop has no block barrier and the warpgroups drift
-// apart. With `pingpong` the consumer warpgroups also take turns issuing
-// their products (named barriers 1 + w).
+// apart; a consumer warpgroup whose rows all lie past Tq exits at once
+// (the empty barriers count 128 arrivals per other consumer warpgroup).
+// With `pingpong` the consumer warpgroups also take turns issuing their
+// products (named barriers 1 + w), and all of them stay.
 //
 // wgmma, its fences and the commit/wait are inline PTX (MLIR 22's
 // nvvm.wgmma.mma_async takes A only from workgroup memory); the fence and
@@ -81,6 +83,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   const bool producer = ks.producerWarp;
   const int64_t warpgroups = W / 4;
   const bool pingpong = ks.pingpong; // set only with two or more warpgroups
+  // Consumer warpgroups whose query rows all lie past Tq (the last query
+  // block, when block_m does not divide Tq) exit at once, and the stage
+  // releases count only the others: with the producer warpgroup (no block
+  // barrier after the split) and without pingpong's turns.
+  const bool idleExit = producer && !pingpong && warpgroups > 1;
   // Registers move from the producer warpgroup to the consumers unless the
   // launch count already gives the consumers what they may take.
   const bool reallocate =
@@ -352,8 +359,21 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{vMap});
       if (oMap)
         inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{oMap});
-      for (int64_t i = 0; i < ks.numBarriers(); ++i)
-        mbarrierInit(y, barrier(y, i), i > 2 * stages ? threads : 1);
+      // The "empty" barriers count the arrivals of the warpgroups that
+      // compute (idleExit).
+      Value arrivals;
+      if (idleExit)
+        arrivals =
+            toI32(y, y.mul(y.minS(arith::CeilDivSIOp::create(
+                                      ib, il, y.sub(tq, i0), y.cstIndex(64)),
+                                  y.cstIndex(warpgroups)),
+                           y.cstIndex(128)));
+      for (int64_t i = 0; i < ks.numBarriers(); ++i) {
+        if (i > 2 * stages && arrivals)
+          mbarrierInit(y, barrier(y, i), arrivals);
+        else
+          mbarrierInit(y, barrier(y, i), i > 2 * stages ? threads : 1);
+      }
       inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
       scf::YieldOp::create(ib, il);
     });
@@ -423,6 +443,30 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                  Twine(consumerRegisters(W)) + ";")
                     .str(),
                 {}, ValueRange{});
+    // A warpgroup whose rows all lie past Tq exits here (the "empty"
+    // barriers do not count it). The indices are read again: the values
+    // of the rest of the kernel, used here, cost the 12-warp D 64 kernel
+    // a spill.
+    if (idleExit) {
+      auto readSpecial = [&](StringRef reg) -> Value {
+        return arith::IndexCastUIOp::create(
+            b, loc, b.getIndexType(),
+            inlinePtx(fb, ("mov.u32 $0, " + reg + ";").str(), {i32},
+                      ValueRange{})[0]);
+      };
+      Value block = readSpecial("%ctaid.x");
+      if (ks.causal != CausalKind::none)
+        block = fb.sub(fb.sub(readSpecial("%nctaid.x"), c1), block);
+      Value wgRow0 =
+          fb.add(fb.mul(block, fb.cstIndex(blockM)),
+                 fb.mul(arith::DivUIOp::create(b, loc, readSpecial("%tid.x"),
+                                               fb.cstIndex(128)),
+                        fb.cstIndex(64)));
+      Value idle = arith::ExtUIOp::create(
+          b, loc, i32, fb.cmpI(arith::CmpIPredicate::sge, wgRow0, tq));
+      inlinePtx(fb, "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p exit;\n}", {},
+                ValueRange{idle});
+    }
   } else {
     for (int64_t j = 0; j < stages; ++j) {
       loadTile(fb, fb.cstIndex(j), /*isV=*/false);

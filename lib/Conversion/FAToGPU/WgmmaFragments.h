@@ -360,6 +360,13 @@ inline void mbarrierInit(FragmentBuilder &x, Value bar, int64_t arrivals = 1) {
             {}, ValueRange{bar});
 }
 
+/// Initializes the mbarrier at `bar` (i32) for `arrivals` (an i32 value)
+/// arrivals per phase.
+inline void mbarrierInit(FragmentBuilder &x, Value bar, Value arrivals) {
+  inlinePtx(x, "mbarrier.init.shared::cta.b64 [$0], $1;", {},
+            ValueRange{bar, arrivals});
+}
+
 /// One arrival of the calling thread on the mbarrier at `bar` (i32), with
 /// release semantics: its earlier reads of workgroup memory happen before
 /// the phase completes.

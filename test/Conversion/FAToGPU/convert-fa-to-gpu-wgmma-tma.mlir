@@ -140,8 +140,14 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER-SAME: fa.tensor_map_params = 4 : i64
 // PRODUCER-SAME: known_block_size = array<i32: 384, 1, 1>
 // PRODUCER: "prefetch.tensormap [$0];", "l" %[[OMAP]]
+// The empty barriers count the consumer warpgroups with a row before Tq:
+// min(ceil((Tq - i0) / 64), 2) x 128 arrivals.
+// PRODUCER: %[[ROWS:.+]] = arith.ceildivsi %{{.+}}, %c64
+// PRODUCER: %[[WGS:.+]] = arith.minsi %[[ROWS]], %c2
+// PRODUCER: %[[ARRIVALS:.+]] = arith.muli %[[WGS]], %c128
+// PRODUCER: %[[ARRIVALS32:.+]] = arith.index_cast %[[ARRIVALS]] : index to i32
 // PRODUCER-COUNT-5: "mbarrier.init.shared::cta.b64 [$0], 1;"
-// PRODUCER-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], 256;"
+// PRODUCER-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.+}}, %[[ARRIVALS32]]
 // PRODUCER: gpu.barrier
 // PRODUCER-NOT: gpu.barrier
 // PRODUCER: %[[PRODUCERS:.+]] = arith.cmpi uge, %{{.+}}, %c256
@@ -158,6 +164,14 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER: %[[CONSUMERS:.+]] = arith.cmpi ult, %{{.+}}, %c256
 // PRODUCER: scf.if %[[CONSUMERS]] {
 // PRODUCER-NEXT: "setmaxnreg.inc.sync.aligned.u32 240;"
+// A consumer warpgroup whose first row (64 x (tid / 128) into the block)
+// is past Tq exits: indices read again from %ctaid.x and %tid.x.
+// PRODUCER-NEXT: "mov.u32 $0, %ctaid.x;"
+// PRODUCER: "mov.u32 $0, %tid.x;"
+// PRODUCER: arith.divui %{{.+}}, %c128
+// PRODUCER: %[[IDLE:.+]] = arith.cmpi sge, %{{.+}}, %{{.+}} : index
+// PRODUCER: %[[IDLE32:.+]] = arith.extui %[[IDLE]] : i1 to i32
+// PRODUCER-NEXT: "{\0A.reg .pred p;\0Asetp.ne.u32 p, $0, 0;\0A@p exit;\0A}", "r" %[[IDLE32]]
 // PRODUCER-NOT: cp.async.bulk.tensor
 // PRODUCER: "wgmma.wait_group.sync.aligned 0;"
 // PRODUCER-NOT: wgmma.mma_async
@@ -196,6 +210,9 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PINGPONG: "bar.sync $0, 256;"
 // PINGPONG-LABEL: module attributes
 // PINGPONG-SAME: threads = 384 : i64
+// With turns, every consumer warpgroup stays (no exit, fixed arrivals).
+// PINGPONG-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], 256;"
+// PINGPONG-NOT: @p exit
 // PINGPONG: "bar.arrive $0, 256;", "r" %c1_i32
 // PINGPONG: "bar.sync $0, 256;"
 // PINGPONG: wgmma.mma_async
