@@ -125,10 +125,41 @@ def _tensor_map_enums(cu, args):
     return data_type, swizzle
 
 
+# Encoded maps by their arguments (a map is a function of them alone: the
+# address, dims, strides, box and swizzle), so that a launch on the same
+# tensors as an earlier one encodes nothing; at most _ENCODED_LIMIT, the
+# oldest dropped first.
+_encoded: Dict["TensorMapArgs", bytes] = {}
+_ENCODED_LIMIT = 1024
+_encoded_lock = threading.Lock()
+
+
+def clear_tensor_map_cache() -> None:
+    """Drops every cached encoded tensor map (encode_tensor_map)."""
+    with _encoded_lock:
+        _encoded.clear()
+
+
 def encode_tensor_map(args, kernel: str = "") -> bytes:
     """The 128 bytes of the CUtensorMap that ``cuTensorMapEncodeTiled``
     makes of ``args`` (fa_opt.layout.TensorMapArgs): rank 3, interleave
-    none, L2 promotion 128B, out-of-bounds elements read as zeros."""
+    none, L2 promotion 128B, out-of-bounds elements read as zeros. The
+    bytes of arguments already encoded come from a cache (the encode call
+    through the bindings is most of a launch's host time on small
+    problems). Raises FaCudaError (naming the operand and ``kernel``)
+    when the driver rejects the arguments; failures are not cached."""
+    blob = _encoded.get(args)
+    if blob is not None:
+        return blob
+    blob = _encode_tensor_map(args, kernel)
+    with _encoded_lock:
+        if len(_encoded) >= _ENCODED_LIMIT:
+            _encoded.pop(next(iter(_encoded)))
+        _encoded[args] = blob
+    return blob
+
+
+def _encode_tensor_map(args, kernel: str) -> bytes:
     cu = driver()
     data_type, swizzle = _tensor_map_enums(cu, args)
     u64 = [cu.cuuint64_t(x) for x in (*args.global_dim, *args.global_strides)]

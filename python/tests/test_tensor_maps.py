@@ -198,6 +198,14 @@ class FakeDriver:
         return (0,)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_map_cache():
+    """Every test starts without cached maps (encode counts are asserted)."""
+    cuda_driver.clear_tensor_map_cache()
+    yield
+    cuda_driver.clear_tensor_map_cache()
+
+
 def _function():
     fn = object.__new__(cuda_driver.Function)
     fn.name, fn.ctx, fn.function, fn.shared_bytes = "main_attention_0", 7, 1, 0
@@ -246,3 +254,41 @@ def test_encode_failure_names_the_operand(monkeypatch):
         _function().launch((1, 1, 1), (32, 1, 1), [1], 0,
                            tensor_maps_for(m, tensors(16, 100, 7)))
     assert fake.launched is None
+
+
+def test_launch_reuses_maps_of_the_same_arguments(monkeypatch):
+    m = parse_manifest(MANIFEST)
+    fake = FakeDriver(n_params=1, n_maps=4)
+    monkeypatch.setattr(cuda_driver, "_cu", fake)
+    maps = tensor_maps_for(m, tensors(16, 100, 7))
+    _function().launch((1, 1, 1), (32, 1, 1), [1], 0, maps)
+    first = fake.launched["maps"]
+    _function().launch((1, 1, 1), (32, 1, 1), [1], 0,
+                       tensor_maps_for(m, tensors(16, 100, 7)))
+    # Equal arguments: no encode call, the same bytes launched.
+    assert len(fake.encoded) == 4
+    assert fake.launched["maps"] == first
+    # Another q address (and seqlen): those maps are encoded again.
+    moved = tensor_maps_for(
+        m, tensors(16, 100, 9, ptrs=(0x9000, 0x2000, 0x3000, 0x4000,
+                                     0x5000)))
+    _function().launch((1, 1, 1), (32, 1, 1), [1], 0, moved)
+    assert [call[2] for call in fake.encoded[4:]] == [0x9000, 0x2000, 0x3000]
+    assert fake.launched["maps"][3] == first[3]
+
+
+def test_map_cache_is_bounded_and_keeps_no_failure(monkeypatch):
+    monkeypatch.setattr(cuda_driver, "_ENCODED_LIMIT", 2)
+    fake = FakeDriver(n_params=1, n_maps=1, fail=1)
+    monkeypatch.setattr(cuda_driver, "_cu", fake)
+    args = [TensorMapArgs("q", "bf16", 0x1000 * (i + 1), (64, 8, 1),
+                          (128, 1024), (64, 8, 1)) for i in range(3)]
+    with pytest.raises(cuda_driver.FaCudaError):
+        cuda_driver.encode_tensor_map(args[0])
+    assert cuda_driver._encoded == {}
+    for a in args:
+        cuda_driver.encode_tensor_map(a)
+    # The oldest went first.
+    assert list(cuda_driver._encoded) == args[1:]
+    cuda_driver.encode_tensor_map(args[0])
+    assert len(fake.encoded) == 5
