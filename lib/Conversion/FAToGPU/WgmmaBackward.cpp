@@ -650,7 +650,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     };
     // The thread index read here, not carried across the loop (the kernel
     // runs at the register limit).
-    Value tid = inlinePtx(x, "mov.u32 $0, %tid.x;", {i32}, ValueRange{})[0];
+    Value tid = readSpecialRegister(x, "%tid.x");
     Value lane = andI(tid, 31), g = shr(lane, 2), t = andI(lane, 3);
     const int64_t products = accs.size();
     Value region = add(add(shared.addr, cst(layout.dqStage)),

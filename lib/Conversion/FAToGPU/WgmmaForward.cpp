@@ -449,10 +449,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     // a spill.
     if (idleExit) {
       auto readSpecial = [&](StringRef reg) -> Value {
-        return arith::IndexCastUIOp::create(
-            b, loc, b.getIndexType(),
-            inlinePtx(fb, ("mov.u32 $0, " + reg + ";").str(), {i32},
-                      ValueRange{})[0]);
+        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                            readSpecialRegister(fb, reg));
       };
       Value block = readSpecial("%ctaid.x");
       if (ks.causal != CausalKind::none)
@@ -649,10 +647,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     // The thread and block indices are read again here: carried across
     // the key loop they cost the 12-warp D 64 kernel a spill.
     const int64_t boxBytes = blockM * 128;
-    auto special = [&](StringRef reg) {
-      return inlinePtx(fb, ("mov.u32 $0, " + reg + ";").str(), {i32},
-                       ValueRange{})[0];
-    };
+    auto special = [&](StringRef reg) { return readSpecialRegister(fb, reg); };
     auto shrI32 = [&](Value a, int64_t c) -> Value {
       return arith::ShRUIOp::create(b, loc, a, cstI32(fb, c));
     };

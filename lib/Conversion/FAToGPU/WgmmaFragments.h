@@ -79,6 +79,16 @@ inline SmallVector<Value> inlinePtx(FragmentBuilder &x, StringRef text,
   return results;
 }
 
+/// The special register `reg` (e.g. "%tid.x", "%ctaid.x"; a u32) read
+/// by inline PTX where it is used: a thread or block index the kernel
+/// also computes at its start is then not one value that LLVM keeps in a
+/// register across the key loop (which costs the kernels at the register
+/// limit a spill).
+inline Value readSpecialRegister(FragmentBuilder &x, StringRef reg) {
+  return inlinePtx(x, ("mov.u32 $0, " + reg + ";").str(), {x.b.getI32Type()},
+                   ValueRange{})[0];
+}
+
 /// `values` passed through inline PTX `text` as tied operands: the
 /// register accesses of `values` are ordered with `text`.
 inline SmallVector<Value> ptxWith(FragmentBuilder &x, StringRef text,
