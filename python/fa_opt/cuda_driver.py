@@ -144,10 +144,10 @@ def encode_tensor_map(args, kernel: str = "") -> bytes:
     """The 128 bytes of the CUtensorMap that ``cuTensorMapEncodeTiled``
     makes of ``args`` (fa_opt.layout.TensorMapArgs): rank 3, interleave
     none, L2 promotion 128B, out-of-bounds elements read as zeros. The
-    bytes of arguments already encoded come from a cache (the encode call
-    through the bindings is most of a launch's host time on small
-    problems). Raises FaCudaError (naming the operand and ``kernel``)
-    when the driver rejects the arguments; failures are not cached."""
+    bytes of arguments already encoded come from a cache, so that a
+    launch on the tensors of an earlier one makes no driver call here.
+    Raises FaCudaError (naming the operand and ``kernel``) when the driver
+    rejects the arguments; failures are not cached."""
     blob = _encoded.get(args)
     if blob is not None:
         return blob

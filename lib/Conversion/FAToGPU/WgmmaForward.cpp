@@ -444,9 +444,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                     .str(),
                 {}, ValueRange{});
     // A warpgroup whose rows all lie past Tq exits here (the "empty"
-    // barriers do not count it). The indices are read again: the values
-    // of the rest of the kernel, used here, cost the 12-warp D 64 kernel
-    // a spill.
+    // barriers do not count it). The indices are read again, as in the
+    // epilogue, so that the test extends no live range of the kernel's
+    // own values (those compile spill-free here too; this form is the
+    // one timed).
     if (idleExit) {
       auto readSpecial = [&](StringRef reg) -> Value {
         return arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
