@@ -507,9 +507,10 @@ def phase_ours(args, impl, grid, device, clock, stop_at, save):
             share = min(args.ours_target_seconds, max(left, 0) / 2)
             n_f = int(max(1, min(args.ours_max_reps, share / 3 / t_f)))
             n_b = int(max(1, min(args.ours_max_reps, share * 2 / 3 / t_b)))
-            # Warm-up as bench() gives the backends: the check's host work
-            # left the GPU idle, and the first calls after it ran at lower
-            # clocks (T 2k: the first of five 2x the last).
+            # Warm-up calls, as bench() gives the backends. (Each timed
+            # call is event-timed alone: where the launcher's host time
+            # exceeds the kernel's, as at T 2k causal D 128, the first
+            # timed call measures the host time.)
             for _ in range(2):
                 impl.forward(q, k, v, cfg.causal)
                 impl.backward(q, k, v, o, lse, do, cfg.causal)
