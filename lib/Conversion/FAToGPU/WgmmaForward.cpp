@@ -446,20 +446,17 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     // A warpgroup whose rows all lie past Tq exits here (the "empty"
     // barriers do not count it). The indices are read again, as in the
     // epilogue, so that the test extends no live range of the kernel's
-    // own values (those compile spill-free here too; this form is the
-    // one timed).
+    // own values.
     if (idleExit) {
-      auto readSpecial = [&](StringRef reg) -> Value {
-        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
-                                            readSpecialRegister(fb, reg));
+      auto asIndex = [&](Value v) -> Value {
+        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v);
       };
-      Value block = readSpecial("%ctaid.x");
-      if (ks.causal != CausalKind::none)
-        block = fb.sub(fb.sub(readSpecial("%nctaid.x"), c1), block);
+      Value block = asIndex(rereadQueryBlockIndex(fb, ks.causal));
       Value wgRow0 =
           fb.add(fb.mul(block, fb.cstIndex(blockM)),
-                 fb.mul(arith::DivUIOp::create(b, loc, readSpecial("%tid.x"),
-                                               fb.cstIndex(128)),
+                 fb.mul(arith::DivUIOp::create(
+                            b, loc, asIndex(readSpecialRegister(fb, "%tid.x")),
+                            fb.cstIndex(128)),
                         fb.cstIndex(64)));
       Value idle = arith::ExtUIOp::create(
           b, loc, i32, fb.cmpI(arith::CmpIPredicate::sge, wgRow0, tq));
@@ -657,14 +654,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     };
     Value tid32 = special("%tid.x");
     Value lane32 = andI32(tid32, 31);
-    // queryBlockIndex's order: under causal, block x takes query block
-    // gridDim.x - 1 - x.
-    Value block32 = special("%ctaid.x");
-    if (ks.causal != CausalKind::none)
-      block32 = arith::SubIOp::create(
-          b, loc,
-          arith::SubIOp::create(b, loc, special("%nctaid.x"), cstI32(fb, 1)),
-          block32);
+    Value block32 = rereadQueryBlockIndex(fb, ks.causal);
     Value warpRow32 = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, block32, cstI32(fb, blockM)),
         arith::MulIOp::create(b, loc, shrI32(tid32, 5), cstI32(fb, 16)));

@@ -89,6 +89,19 @@ inline Value readSpecialRegister(FragmentBuilder &x, StringRef reg) {
                    ValueRange{})[0];
 }
 
+/// queryBlockIndex (TensorCoreFragments.h) as an i32 from the special
+/// registers read here: under causal, block x takes query block
+/// gridDim.x - 1 - x.
+inline Value rereadQueryBlockIndex(FragmentBuilder &x, CausalKind causal) {
+  Value block = readSpecialRegister(x, "%ctaid.x");
+  if (causal == CausalKind::none)
+    return block;
+  Value last = arith::SubIOp::create(
+      x.b, x.loc, readSpecialRegister(x, "%nctaid.x"),
+      arith::ConstantIntOp::create(x.b, x.loc, x.b.getI32Type(), 1));
+  return arith::SubIOp::create(x.b, x.loc, last, block);
+}
+
 /// `values` passed through inline PTX `text` as tied operands: the
 /// register accesses of `values` are ordered with `text`.
 inline SmallVector<Value> ptxWith(FragmentBuilder &x, StringRef text,
