@@ -216,31 +216,64 @@ class Function:
                                             self.shared_bytes),
                       f"cuFuncSetAttribute({name}, max dynamic shared)")
 
-    def launch(self, grid: Tuple[int, int, int], block: Tuple[int, int, int],
-               params: Sequence[int], stream: int,
-               tensor_maps: Sequence["TensorMapArgs"] = ()) -> None:
-        """Asynchronous launch on ``stream`` (a CUstream handle as int).
-        ``params`` are 64-bit values, one per kernel parameter; then one
+    def prepare(self, grid: Tuple[int, int, int],
+                block: Tuple[int, int, int], params: Sequence[int],
+                tensor_maps: Sequence["TensorMapArgs"] = ()
+                ) -> "PreparedLaunch":
+        """The packed arguments of one launch, to pass to :meth:`launch_prepared`
+        as often as needed: ``params`` are 64-bit values, one per kernel
+        parameter (negative ones wrap, as two's complement); then one
         128-byte CUtensorMap per ``tensor_maps`` entry (fa_opt.layout
-        TensorMapArgs), encoded here and passed by value."""
-        cu = driver()
+        TensorMapArgs), encoded here (encode_tensor_map). Raises
+        FaCudaError when the driver rejects a map."""
         n, m = len(params), len(tensor_maps)
-        values = (ctypes.c_uint64 * max(n, 1))(
-            *[p & 0xFFFFFFFFFFFFFFFF for p in params])
+        values = (ctypes.c_uint64 * max(n, 1))(*params)
         base = ctypes.addressof(values)
         addresses = list(range(base, base + 8 * n, 8))
-        # The maps, each 64-byte aligned inside one buffer that outlives
-        # cuLaunchKernel (the driver copies the parameters at launch).
+        # The maps, each 64-byte aligned inside one buffer (kept with the
+        # values: the driver copies the parameters at each launch).
         maps = ctypes.create_string_buffer(_TENSOR_MAP_BYTES * m + 64)
         maps_base = (ctypes.addressof(maps) + 63) & ~63
+        if m:
+            with _Current(self.ctx):
+                for i, args in enumerate(tensor_maps):
+                    blob = encode_tensor_map(args, self.name)
+                    ctypes.memmove(maps_base + _TENSOR_MAP_BYTES * i, blob,
+                                   _TENSOR_MAP_BYTES)
+                    addresses.append(maps_base + _TENSOR_MAP_BYTES * i)
+        pointers = (ctypes.c_void_p * max(n + m, 1))(*addresses)
+        return PreparedLaunch(tuple(grid), tuple(block), values, maps,
+                              pointers)
+
+    def launch_prepared(self, prepared: "PreparedLaunch", stream: int) -> None:
+        """Asynchronous launch of ``prepared`` (from :meth:`prepare`) on
+        ``stream`` (a CUstream handle as int); raises FaCudaError when
+        cuLaunchKernel fails."""
+        cu = driver()
+        grid, block = prepared.grid, prepared.block
         with _Current(self.ctx):
-            for i, args in enumerate(tensor_maps):
-                blob = encode_tensor_map(args, self.name)
-                ctypes.memmove(maps_base + _TENSOR_MAP_BYTES * i, blob,
-                               _TENSOR_MAP_BYTES)
-                addresses.append(maps_base + _TENSOR_MAP_BYTES * i)
-            pointers = (ctypes.c_void_p * max(n + m, 1))(*addresses)
             check(cu.cuLaunchKernel(
                 self.function, grid[0], grid[1], grid[2], block[0], block[1],
                 block[2], self.shared_bytes, cu.CUstream(stream),
-                ctypes.addressof(pointers), 0), f"cuLaunchKernel({self.name})")
+                ctypes.addressof(prepared.pointers), 0),
+                f"cuLaunchKernel({self.name})")
+
+    def launch(self, grid: Tuple[int, int, int], block: Tuple[int, int, int],
+               params: Sequence[int], stream: int,
+               tensor_maps: Sequence["TensorMapArgs"] = ()) -> None:
+        """Asynchronous launch on ``stream`` (a CUstream handle as int):
+        :meth:`prepare`, then :meth:`launch_prepared`."""
+        self.launch_prepared(self.prepare(grid, block, params, tensor_maps),
+                             stream)
+
+
+class PreparedLaunch:
+    """The packed kernel arguments of one launch (Function.prepare): the
+    grid, the block, and the buffers that cuLaunchKernel's kernelParams
+    point into (64-bit values, then 64-byte aligned CUtensorMaps)."""
+
+    __slots__ = ("grid", "block", "values", "maps", "pointers")
+
+    def __init__(self, grid, block, values, maps, pointers):
+        self.grid, self.block = grid, block
+        self.values, self.maps, self.pointers = values, maps, pointers

@@ -80,6 +80,23 @@ def _module(ptx: str, device: int):
     return mod
 
 
+# Prepared launches by everything they are made of (the manifest, the
+# device, the sizes, each param's pointer, sizes, strides and element
+# size), so that a call on the same tensors as an earlier one -- or on
+# fresh outputs the caching allocator put where the last ones were --
+# builds no arguments and encodes no tensor map; at most _PLAN_LIMIT, the
+# oldest dropped first.
+_plans: Dict[tuple, tuple] = {}
+_PLAN_LIMIT = 256
+_plans_lock = threading.Lock()
+
+
+def clear_launch_cache() -> None:
+    """Drops every cached prepared launch (:func:`launch`)."""
+    with _plans_lock:
+        _plans.clear()
+
+
 def launch(kernels: KernelSet, manifest: Manifest, device: int,
            tensors: Dict[str, Tuple[int, Sequence[int], Sequence[int], int]],
            batch: int, seqlen_q: int, seqlen_k: int, stream: int) -> None:
@@ -88,7 +105,37 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
     strides, element_size)`` of its memref (sizes and strides in elements,
     the batch dim first). Batches over 65535 go in chunks; each chunk's
     launch passes the memrefs, then the tensor maps of the manifest's
-    ``tensor_map`` lines over that chunk's batches."""
+    ``tensor_map`` lines over that chunk's batches. The packed arguments
+    are cached by all they depend on, so a repeated call only launches.
+    Raises ValueError when the manifest's static dims reject the sizes or
+    TMA cannot describe a view (fa_opt.layout.tensor_map_args), and
+    FaCudaError when the driver fails."""
+    key = (id(manifest), device, batch, seqlen_q, seqlen_k,
+           *(_flat(tensors[n]) for n in manifest.params),
+           *(_flat(tensors[tm.operand]) for tm in manifest.tensor_maps))
+    plan = _plans.get(key)
+    # The manifest is kept in the plan: its id is not reused while cached.
+    if plan is None or plan[0] is not manifest:
+        plan = (manifest, _prepare(kernels, manifest, device, tensors, batch,
+                                   seqlen_q, seqlen_k))
+        with _plans_lock:
+            if len(_plans) >= _PLAN_LIMIT:
+                _plans.pop(next(iter(_plans)))
+            _plans[key] = plan
+    for fn, prepared in plan[1]:
+        fn.launch_prepared(prepared, stream)
+
+
+def _flat(memref) -> tuple:
+    """``(data_ptr, sizes, strides, element_size)`` as one flat tuple."""
+    ptr, sizes, strides, esize = memref
+    return (ptr, *sizes, *strides, esize)
+
+
+def _prepare(kernels: KernelSet, manifest: Manifest, device: int,
+             tensors: Dict[str, Tuple[int, Sequence[int], Sequence[int], int]],
+             batch: int, seqlen_q: int, seqlen_k: int) -> list:
+    """The (Function, PreparedLaunch) of each batch chunk of a launch."""
     if not manifest.accepts(batch, seqlen_q, seqlen_k):
         raise ValueError(
             f"kernel {manifest.kernel} was compiled for batch "
@@ -97,6 +144,7 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
             f"{seqlen_k}")
     fn = kernels.function(manifest, device)
     block = (manifest.threads, 1, 1)
+    chunks = []
     for start in range(0, batch, MAX_GRID_Y):
         chunk = min(MAX_GRID_Y, batch - start)
         grid = manifest.grid_for(chunk, seqlen_q, seqlen_k)
@@ -108,8 +156,10 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
             sizes = [chunk, *sizes[1:]]
             params += memref_params(ptr + start * strides[0] * tensors[name][3]
                                     if start else ptr, sizes, strides)
-        fn.launch(grid, block, params, stream,
-                  tensor_maps_for(manifest, tensors, start, chunk))
+        chunks.append((fn, fn.prepare(
+            grid, block, params,
+            tensor_maps_for(manifest, tensors, start, chunk))))
+    return chunks
 
 
 def tensor_maps_for(manifest: Manifest,

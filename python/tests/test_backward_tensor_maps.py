@@ -346,13 +346,28 @@ def test_views_and_chunks():
 
 
 class _Recorder:
-    """Stands in for a loaded kernel: records each launch."""
+    """Stands in for a loaded kernel: records each prepared launch and
+    each launch of one."""
 
     def __init__(self):
         self.launches = []
+        self.prepared = 0
 
-    def launch(self, grid, block, params, stream, tensor_maps=()):
-        self.launches.append((grid, block, list(params), list(tensor_maps)))
+    def prepare(self, grid, block, params, tensor_maps=()):
+        self.prepared += 1
+        return (grid, block, list(params), list(tensor_maps))
+
+    def launch_prepared(self, prepared, stream):
+        self.launches.append(prepared)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_launch_cache():
+    """Every test starts without cached launches (prepare counts are
+    asserted)."""
+    runtime.clear_launch_cache()
+    yield
+    runtime.clear_launch_cache()
 
 
 def test_launch_passes_each_kernels_maps_per_chunk(monkeypatch):
@@ -384,6 +399,51 @@ def test_launch_passes_each_kernels_maps_per_chunk(monkeypatch):
                                       for n in kernel.params)
             assert params[0] == 0x10000 + start * tq * 64 * 2
     assert runtime.MAX_GRID_Y == 65535
+
+
+def test_repeated_launch_prepares_once(monkeypatch):
+    """A launch on the tensors and sizes of an earlier one reuses its
+    packed arguments; a moved tensor, other sizes or another kernel
+    prepare again; the cache keeps at most _PLAN_LIMIT launches."""
+    m = parse_backward_manifest(V4)
+    rec = _Recorder()
+    monkeypatch.setattr(KernelSet, "function", lambda self, man, dev: rec)
+    ks = KernelSet(config=None, forward=None, backward=m)
+    dkdv = m.kernels[1]
+    t = backward_tensors(3, 100, 40)
+    for _ in range(3):
+        launch(ks, dkdv, 0, t, 3, 100, 40, stream=5)
+    assert rec.prepared == 1 and len(rec.launches) == 3
+    assert rec.launches[2] == rec.launches[0]
+    moved = dict(t, k=(t["k"][0] + 4096, *t["k"][1:]))
+    launch(ks, dkdv, 0, moved, 3, 100, 40, stream=5)
+    assert rec.prepared == 2
+    assert rec.launches[3][3] == tensor_maps_for(dkdv, moved)
+    assert rec.launches[3][3] != rec.launches[0][3]
+    launch(ks, m.kernels[2], 0, t, 3, 100, 40, stream=5)
+    launch(ks, dkdv, 1, t, 3, 100, 40, stream=5)
+    assert rec.prepared == 4
+    monkeypatch.setattr(runtime, "_PLAN_LIMIT", 2)
+    runtime.clear_launch_cache()
+    for k in (0x1000, 0x2000, 0x3000):
+        launch(ks, dkdv, 0, dict(t, k=(k, *t["k"][1:])), 3, 100, 40, stream=5)
+    assert len(runtime._plans) == 2
+    launch(ks, dkdv, 0, dict(t, k=(0x1000, *t["k"][1:])), 3, 100, 40,
+           stream=5)
+    assert rec.prepared == 8
+
+
+def test_rejected_launch_is_not_cached(monkeypatch):
+    """Sizes the manifest rejects raise ValueError every time."""
+    m = parse_backward_manifest(V4.replace("seqlen_k ?", "seqlen_k 40"))
+    rec = _Recorder()
+    monkeypatch.setattr(KernelSet, "function", lambda self, man, dev: rec)
+    ks = KernelSet(config=None, forward=None, backward=m)
+    t = backward_tensors(3, 100, 41)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="was compiled for"):
+            launch(ks, m.kernels[1], 0, t, 3, 100, 41, stream=5)
+    assert rec.prepared == 0 and runtime._plans == {}
 
 
 # --- agreement with the C++ runtime ------------------------------------------
