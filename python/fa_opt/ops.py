@@ -45,12 +45,47 @@ _RANK3 = frozenset(("q", "k", "v", "o", "do", "dout", "dq", "dk", "dv",
                     "dq_accum"))
 
 
+# Per-call work that depends only on the tensors' metadata, kept by it
+# (the input checks' Problem, each param's kernel view, the config), so a
+# repeated call skips it; each memo is emptied when it reaches
+# _MEMO_LIMIT entries. Failed checks are never kept: they raise each time.
+_MEMO_LIMIT = 1024
+_problems: Dict[tuple, Problem] = {}
+_views: Dict[tuple, object] = {}
+_configs: Dict[tuple, AttentionConfig] = {}
+
+
+def _remember(memo: dict, key, value):
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def _checked(q, k, v, fn: str) -> Problem:
+    """check_inputs(q, k, v, fn), kept by everything it reads (shapes,
+    strides, dtypes, devices)."""
+    key = (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(),
+           k.dtype, k.device, v.shape, v.stride(), v.dtype, v.device)
+    p = _problems.get(key)
+    if p is None:
+        p = _remember(_problems, key, check_inputs(q, k, v, fn))
+    return p
+
+
 def _view(name: str, t: torch.Tensor):
-    if name in _RANK3:
-        return rank3(t.shape, t.stride())
-    if name in ("lse", "delta") or t.dim() < 2:
-        return rank2(t.shape, t.stride())
-    return list(t.shape), list(t.stride())
+    """``(sizes, strides)`` (tuples) of param ``name``'s kernel view of
+    ``t``, or None when its batch dims do not flatten."""
+    kind = 3 if name in _RANK3 else 2 if (
+        name in ("lse", "delta") or t.dim() < 2) else 0
+    key = (kind, t.shape, t.stride())
+    if key in _views:
+        return _views[key]
+    view = (rank3 if kind == 3 else rank2)(t.shape, t.stride()) if kind \
+        else (list(t.shape), list(t.stride()))
+    if view is not None:
+        view = (tuple(view[0]), tuple(view[1]))
+    return _remember(_views, key, view)
 
 
 def _as_memref(name: str, t: torch.Tensor, inputs=None):
@@ -105,9 +140,13 @@ def _new_like(q: torch.Tensor, last: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _config(p: Problem, causal: str, scale: Optional[float]) -> AttentionConfig:
-    return AttentionConfig.for_call(
-        p.dtype, p.batch, p.seqlen_q, p.seqlen_k, p.head_dim, p.head_dim_v,
-        causal, scale, registry.shape_policy)
+    key = (p, causal, scale, registry.shape_policy)
+    config = _configs.get(key)
+    if config is None:
+        config = _remember(_configs, key, AttentionConfig.for_call(
+            p.dtype, p.batch, p.seqlen_q, p.seqlen_k, p.head_dim,
+            p.head_dim_v, causal, scale, registry.shape_policy))
+    return config
 
 
 def _kernels(q, p: Problem, causal: str, scale,
@@ -135,7 +174,7 @@ def forward(q, k, v, causal="none", scale=None, fn="fa_opt.attention"
             ) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(o, lse)``: o like q (last dim Dv), lse ``[batch..., Tq]`` f32
     (natural log; -inf for a row that sees no key)."""
-    p = check_inputs(q, k, v, fn)
+    p = _checked(q, k, v, fn)
     causal = normalize_causal(causal)
     ks = _kernels(q, p, causal, scale)
     o = _new_like(q, p.head_dim_v, _ELT[ks.forward.o_dtype])
@@ -173,7 +212,7 @@ def _run_backward(ks: KernelSet, q, k, v, o, lse, do, causal, scale):
     the manifest's dtypes), and the manifest's scratch buffers (delta,
     dq_accum: written before read by the kernels, so left uninitialized)."""
     bm = ks.backward
-    p = check_inputs(q, k, v, "fa_opt.attention (backward)")
+    p = _checked(q, k, v, "fa_opt.attention (backward)")
     device = q.device.index if q.device.index is not None \
         else torch.cuda.current_device()
     dq = _new_like(q, p.head_dim, _ELT[bm.dq_dtype])
@@ -225,7 +264,7 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, do, _dlse):
         q, k, v, o, lse = ctx.saved_tensors
-        p = check_inputs(q, k, v)
+        p = _checked(q, k, v, "fa_opt.attention")
         ks = _backward_kernels(q, p, ctx.causal, ctx.scale)
         if do.stride(-1) != 1:
             do = do.contiguous()

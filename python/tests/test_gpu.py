@@ -304,3 +304,27 @@ def test_backward_views_chunks_and_tensor_maps():
     leaves = [rand(65540, 24, 64).requires_grad_() for _ in range(3)]
     _grads_vs_float64(leaves, lambda *ts: ts, rand(65540, 24, 64),
                       "bottom_right")
+
+
+def test_repeated_calls_reuse_nothing_stale():
+    """The per-call memos (input checks, views, config, prepared launch)
+    are keyed by all they read: calls that alternate tensors of one shape,
+    a strided view of the same shape, new data in place and another causal
+    mode each give their own float64-matching result; a bad call raises
+    every time."""
+    from fa_opt import runtime
+    q, k, v = (rand(2, 3, 200, 64) for _ in range(3))
+    q2 = rand(2, 3, 200, 64)
+    kt = rand(2, 200, 3, 64).transpose(1, 2)  # [B, H, T, D] view of [B, T, H, D]
+    cases = [(q, k, v, "none"), (q2, k, v, "none"), (q, kt, v, "none"),
+             (q, k, v, "top_left"), (q, k, v, "none")]
+    for qq, kk, vv, causal in cases:
+        o = fa_opt.attention(qq, kk, vv, causal=causal)
+        assert rel(o, reference(qq, kk, vv, causal)[0]) < TOL[torch.bfloat16]
+    k.copy_(rand(2, 3, 200, 64))  # same pointer, new values
+    o = fa_opt.attention(q, k, v)
+    assert rel(o, reference(q, k, v)[0]) < TOL[torch.bfloat16]
+    assert 0 < len(runtime._plans) <= runtime._PLAN_LIMIT
+    for _ in range(2):
+        with pytest.raises(ValueError, match="same head dim"):
+            fa_opt.attention(q, rand(2, 3, 200, 32), v)
