@@ -113,6 +113,9 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
     key = (id(manifest), device, batch, seqlen_q, seqlen_k,
            *(_flat(tensors[n]) for n in manifest.params),
            *(_flat(tensors[tm.operand]) for tm in manifest.tensor_maps))
+    if manifest.tensor_maps and "q" in tensors:
+        # q's pointer stands in for an operand with no element.
+        key += _flat(tensors["q"])
     plan = _plans.get(key)
     # The manifest is kept in the plan: its id is not reused while cached.
     if plan is None or plan[0] is not manifest:
