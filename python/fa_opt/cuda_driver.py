@@ -130,7 +130,7 @@ def _tensor_map_enums(cu, args):
 # tensors as an earlier one encodes nothing; at most _ENCODED_LIMIT, the
 # oldest dropped first.
 _encoded: Dict["TensorMapArgs", bytes] = {}
-_ENCODED_LIMIT = 1024
+_ENCODED_LIMIT = 4096
 _encoded_lock = threading.Lock()
 
 

@@ -53,6 +53,7 @@ _MEMO_LIMIT = 1024
 _problems: Dict[tuple, Problem] = {}
 _views: Dict[tuple, object] = {}
 _configs: Dict[tuple, AttentionConfig] = {}
+_MISSING = object()
 
 
 def _remember(memo: dict, key, value):
@@ -65,8 +66,11 @@ def _remember(memo: dict, key, value):
 def _checked(q, k, v, fn: str) -> Problem:
     """check_inputs(q, k, v, fn), kept by everything it reads (shapes,
     strides, dtypes, devices)."""
-    key = (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(),
-           k.dtype, k.device, v.shape, v.stride(), v.dtype, v.device)
+    try:
+        key = (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(),
+               k.dtype, k.device, v.shape, v.stride(), v.dtype, v.device)
+    except RuntimeError:  # a tensor without strides (sparse): its error
+        return check_inputs(q, k, v, fn)
     p = _problems.get(key)
     if p is None:
         p = _remember(_problems, key, check_inputs(q, k, v, fn))
@@ -79,8 +83,9 @@ def _view(name: str, t: torch.Tensor):
     kind = 3 if name in _RANK3 else 2 if (
         name in ("lse", "delta") or t.dim() < 2) else 0
     key = (kind, t.shape, t.stride())
-    if key in _views:
-        return _views[key]
+    view = _views.get(key, _MISSING)
+    if view is not _MISSING:
+        return view
     view = (rank3 if kind == 3 else rank2)(t.shape, t.stride()) if kind \
         else (list(t.shape), list(t.stride()))
     if view is not None:
@@ -140,12 +145,13 @@ def _new_like(q: torch.Tensor, last: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _config(p: Problem, causal: str, scale: Optional[float]) -> AttentionConfig:
-    key = (p, causal, scale, registry.shape_policy)
+    policy = registry.shape_policy  # read once: set_shape_policy may race
+    key = (p, causal, scale, policy)
     config = _configs.get(key)
     if config is None:
         config = _remember(_configs, key, AttentionConfig.for_call(
             p.dtype, p.batch, p.seqlen_q, p.seqlen_k, p.head_dim,
-            p.head_dim_v, causal, scale, registry.shape_policy))
+            p.head_dim_v, causal, scale, policy))
     return config
 
 

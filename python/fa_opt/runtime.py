@@ -81,13 +81,13 @@ def _module(ptx: str, device: int):
 
 
 # Prepared launches by everything they are made of (the manifest, the
-# device, the sizes, each param's pointer, sizes, strides and element
-# size), so that a call on the same tensors as an earlier one -- or on
+# device, the sizes, each param's and tensor-map operand's pointer, sizes,
+# strides and element size, and q's where the kernel has maps), so that a call on the same tensors as an earlier one -- or on
 # fresh outputs the caching allocator put where the last ones were --
 # builds no arguments and encodes no tensor map; at most _PLAN_LIMIT, the
 # oldest dropped first.
 _plans: Dict[tuple, tuple] = {}
-_PLAN_LIMIT = 256
+_PLAN_LIMIT = 4096
 _plans_lock = threading.Lock()
 
 
@@ -110,21 +110,25 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
     Raises ValueError when the manifest's static dims reject the sizes or
     TMA cannot describe a view (fa_opt.layout.tensor_map_args), and
     FaCudaError when the driver fails."""
-    key = (id(manifest), device, batch, seqlen_q, seqlen_k,
-           *(_flat(tensors[n]) for n in manifest.params),
-           *(_flat(tensors[tm.operand]) for tm in manifest.tensor_maps))
-    if manifest.tensor_maps and "q" in tensors:
+    try:
+        key = (id(manifest), device, batch, seqlen_q, seqlen_k,
+               *(_flat(tensors[n]) for n in manifest.params),
+               *(_flat(tensors[tm.operand]) for tm in manifest.tensor_maps))
+    except KeyError:  # a param missing: _prepare raises what it raises
+        key = None
+    if key is not None and manifest.tensor_maps and "q" in tensors:
         # q's pointer stands in for an operand with no element.
         key += _flat(tensors["q"])
-    plan = _plans.get(key)
+    plan = _plans.get(key) if key is not None else None
     # The manifest is kept in the plan: its id is not reused while cached.
     if plan is None or plan[0] is not manifest:
         plan = (manifest, _prepare(kernels, manifest, device, tensors, batch,
                                    seqlen_q, seqlen_k))
-        with _plans_lock:
-            if len(_plans) >= _PLAN_LIMIT:
-                _plans.pop(next(iter(_plans)))
-            _plans[key] = plan
+        if key is not None:
+            with _plans_lock:
+                if len(_plans) >= _PLAN_LIMIT:
+                    _plans.pop(next(iter(_plans)))
+                _plans[key] = plan
     for fn, prepared in plan[1]:
         fn.launch_prepared(prepared, stream)
 
