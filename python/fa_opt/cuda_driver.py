@@ -14,6 +14,8 @@ import ctypes
 import threading
 from typing import TYPE_CHECKING, Dict, Sequence, Tuple
 
+from .memo import BoundedMemo
+
 if TYPE_CHECKING:  # pragma: no cover
     from .layout import TensorMapArgs
 
@@ -127,17 +129,13 @@ def _tensor_map_enums(cu, args):
 
 # Encoded maps by their arguments (a map is a function of them alone: the
 # address, dims, strides, box and swizzle), so that a launch on the same
-# tensors as an earlier one encodes nothing; at most _ENCODED_LIMIT, the
-# oldest dropped first.
-_encoded: Dict["TensorMapArgs", bytes] = {}
-_ENCODED_LIMIT = 4096
-_encoded_lock = threading.Lock()
+# tensors as an earlier one encodes nothing; the oldest dropped first.
+_encoded = BoundedMemo(4096)
 
 
 def clear_tensor_map_cache() -> None:
     """Drops every cached encoded tensor map (encode_tensor_map)."""
-    with _encoded_lock:
-        _encoded.clear()
+    _encoded.clear()
 
 
 def encode_tensor_map(args, kernel: str = "") -> bytes:
@@ -151,12 +149,7 @@ def encode_tensor_map(args, kernel: str = "") -> bytes:
     blob = _encoded.get(args)
     if blob is not None:
         return blob
-    blob = _encode_tensor_map(args, kernel)
-    with _encoded_lock:
-        if len(_encoded) >= _ENCODED_LIMIT:
-            _encoded.pop(next(iter(_encoded)))
-        _encoded[args] = blob
-    return blob
+    return _encoded.put(args, _encode_tensor_map(args, kernel))
 
 
 def _encode_tensor_map(args, kernel: str) -> bytes:

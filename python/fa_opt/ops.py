@@ -19,6 +19,7 @@ except ModuleNotFoundError as _err:  # a clear message, not a bare "No module na
 from .checks import Problem, check_inputs, check_sdpa_args
 from .config import AttentionConfig, chip_for_capability, normalize_causal
 from .layout import rank2, rank3
+from .memo import BoundedMemo
 from .runtime import KernelSet, deterministic_backward, launch, registry
 
 _ELT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
@@ -47,20 +48,12 @@ _RANK3 = frozenset(("q", "k", "v", "o", "do", "dout", "dq", "dk", "dv",
 
 # Per-call work that depends only on the tensors' metadata, kept by it
 # (the input checks' Problem, each param's kernel view, the config), so a
-# repeated call skips it; each memo is emptied when it reaches
-# _MEMO_LIMIT entries. Failed checks are never kept: they raise each time.
-_MEMO_LIMIT = 1024
-_problems: Dict[tuple, Problem] = {}
-_views: Dict[tuple, object] = {}
-_configs: Dict[tuple, AttentionConfig] = {}
+# repeated call skips it; the oldest dropped first. Failed checks are
+# never kept: they raise each time.
+_problems = BoundedMemo(1024)
+_views = BoundedMemo(1024)
+_configs = BoundedMemo(1024)
 _MISSING = object()
-
-
-def _remember(memo: dict, key, value):
-    if len(memo) >= _MEMO_LIMIT:
-        memo.clear()
-    memo[key] = value
-    return value
 
 
 def _checked(q, k, v, fn: str) -> Problem:
@@ -73,7 +66,7 @@ def _checked(q, k, v, fn: str) -> Problem:
         return check_inputs(q, k, v, fn)
     p = _problems.get(key)
     if p is None:
-        p = _remember(_problems, key, check_inputs(q, k, v, fn))
+        p = _problems.put(key, check_inputs(q, k, v, fn))
     return p
 
 
@@ -90,7 +83,7 @@ def _view(name: str, t: torch.Tensor):
         else (list(t.shape), list(t.stride()))
     if view is not None:
         view = (tuple(view[0]), tuple(view[1]))
-    return _remember(_views, key, view)
+    return _views.put(key, view)
 
 
 def _as_memref(name: str, t: torch.Tensor, inputs=None):
@@ -149,7 +142,7 @@ def _config(p: Problem, causal: str, scale: Optional[float]) -> AttentionConfig:
     key = (p, causal, scale, policy)
     config = _configs.get(key)
     if config is None:
-        config = _remember(_configs, key, AttentionConfig.for_call(
+        config = _configs.put(key, AttentionConfig.for_call(
             p.dtype, p.batch, p.seqlen_q, p.seqlen_k, p.head_dim,
             p.head_dim_v, causal, scale, policy))
     return config

@@ -31,6 +31,7 @@ from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
 from .layout import TensorMapArgs, memref_params, tensor_map_args
 from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
                        ManifestError, operand_dtype, read_any_manifest)
+from .memo import BoundedMemo
 
 # Grid y (the batch) is limited to 65535 blocks: larger batches are launched
 # in chunks, the tensors' memref offsets advanced by the chunk start.
@@ -82,19 +83,16 @@ def _module(ptx: str, device: int):
 
 # Prepared launches by everything they are made of (the manifest, the
 # device, the sizes, each param's and tensor-map operand's pointer, sizes,
-# strides and element size, and q's where the kernel has maps), so that a call on the same tensors as an earlier one -- or on
-# fresh outputs the caching allocator put where the last ones were --
-# builds no arguments and encodes no tensor map; at most _PLAN_LIMIT, the
-# oldest dropped first.
-_plans: Dict[tuple, tuple] = {}
-_PLAN_LIMIT = 4096
-_plans_lock = threading.Lock()
+# strides and element size, and q's where the kernel has maps), so that a
+# call on the same tensors as an earlier one -- or on fresh outputs the
+# caching allocator put where the last ones were -- builds no arguments
+# and encodes no tensor map; the oldest dropped first.
+_plans = BoundedMemo(4096)
 
 
 def clear_launch_cache() -> None:
     """Drops every cached prepared launch (:func:`launch`)."""
-    with _plans_lock:
-        _plans.clear()
+    _plans.clear()
 
 
 def launch(kernels: KernelSet, manifest: Manifest, device: int,
@@ -125,10 +123,7 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
         plan = (manifest, _prepare(kernels, manifest, device, tensors, batch,
                                    seqlen_q, seqlen_k))
         if key is not None:
-            with _plans_lock:
-                if len(_plans) >= _PLAN_LIMIT:
-                    _plans.pop(next(iter(_plans)))
-                _plans[key] = plan
+            _plans.put(key, plan)
     for fn, prepared in plan[1]:
         fn.launch_prepared(prepared, stream)
 

@@ -404,7 +404,7 @@ def test_launch_passes_each_kernels_maps_per_chunk(monkeypatch):
 def test_repeated_launch_prepares_once(monkeypatch):
     """A launch on the tensors and sizes of an earlier one reuses its
     packed arguments; a moved tensor, other sizes or another kernel
-    prepare again; the cache keeps at most _PLAN_LIMIT launches."""
+    prepare again; the cache keeps at most its limit of launches."""
     m = parse_backward_manifest(V4)
     rec = _Recorder()
     monkeypatch.setattr(KernelSet, "function", lambda self, man, dev: rec)
@@ -423,7 +423,7 @@ def test_repeated_launch_prepares_once(monkeypatch):
     launch(ks, m.kernels[2], 0, t, 3, 100, 40, stream=5)
     launch(ks, dkdv, 1, t, 3, 100, 40, stream=5)
     assert rec.prepared == 4
-    monkeypatch.setattr(runtime, "_PLAN_LIMIT", 2)
+    monkeypatch.setattr(runtime._plans, "limit", 2)
     runtime.clear_launch_cache()
     for k in (0x1000, 0x2000, 0x3000):
         launch(ks, dkdv, 0, dict(t, k=(k, *t["k"][1:])), 3, 100, 40, stream=5)
@@ -443,7 +443,7 @@ def test_rejected_launch_is_not_cached(monkeypatch):
     for _ in range(2):
         with pytest.raises(ValueError, match="was compiled for"):
             launch(ks, m.kernels[1], 0, t, 3, 100, 41, stream=5)
-    assert rec.prepared == 0 and runtime._plans == {}
+    assert rec.prepared == 0 and len(runtime._plans) == 0
 
 
 # --- agreement with the C++ runtime ------------------------------------------

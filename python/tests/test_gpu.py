@@ -324,7 +324,7 @@ def test_repeated_calls_reuse_nothing_stale():
     k.copy_(rand(2, 3, 200, 64))  # same pointer, new values
     o = fa_opt.attention(q, k, v)
     assert rel(o, reference(q, k, v)[0]) < TOL[torch.bfloat16]
-    assert 0 < len(runtime._plans) <= runtime._PLAN_LIMIT
+    assert 0 < len(runtime._plans) <= runtime._plans.limit
     for _ in range(2):
         with pytest.raises(ValueError, match="same head dim"):
             fa_opt.attention(q, rand(2, 3, 200, 32), v)

@@ -278,14 +278,14 @@ def test_launch_reuses_maps_of_the_same_arguments(monkeypatch):
 
 
 def test_map_cache_is_bounded_and_keeps_no_failure(monkeypatch):
-    monkeypatch.setattr(cuda_driver, "_ENCODED_LIMIT", 2)
+    monkeypatch.setattr(cuda_driver._encoded, "limit", 2)
     fake = FakeDriver(n_params=1, n_maps=1, fail=1)
     monkeypatch.setattr(cuda_driver, "_cu", fake)
     args = [TensorMapArgs("q", "bf16", 0x1000 * (i + 1), (64, 8, 1),
                           (128, 1024), (64, 8, 1)) for i in range(3)]
     with pytest.raises(cuda_driver.FaCudaError):
         cuda_driver.encode_tensor_map(args[0])
-    assert cuda_driver._encoded == {}
+    assert len(cuda_driver._encoded) == 0
     for a in args:
         cuda_driver.encode_tensor_map(a)
     # The oldest went first.
