@@ -433,6 +433,48 @@ def test_repeated_launch_prepares_once(monkeypatch):
     assert rec.prepared == 8
 
 
+def test_cached_launches_equal_fresh_ones(monkeypatch):
+    """Random calls over small pools of pointers, strides and sizes (many
+    cache hits, batch chunks of 3): each launch, or its error, equals what
+    preparing it afresh gives."""
+    import random
+    rng = random.Random(6)
+    monkeypatch.setattr(runtime, "MAX_GRID_Y", 3)
+    rec = _Recorder()
+    monkeypatch.setattr(KernelSet, "function", lambda self, man, dev: rec)
+    kernels = [*parse_backward_manifest(V4).kernels,
+               *parse_backward_manifest(V4_ATOMIC).kernels]
+    ks = KernelSet(config=None, forward=None, backward=None)
+    hits = 0
+    for _ in range(1500):
+        m = rng.choice(kernels)
+        batch, tq, tk = (rng.choice([0, 1, 4, 7]), rng.choice([0, 1, 100]),
+                         rng.choice([0, 1, 40]))
+        t = backward_tensors(batch, tq, tk)
+        t["dq_accum"] = (0xb0000, [batch, tq, 64], contiguous([batch, tq, 64]),
+                         4)
+        for name in rng.sample(sorted(t), 2):  # move or restride two
+            ptr, sizes, strides, esize = t[name]
+            t[name] = (ptr + rng.choice([0, 16, 8]), sizes,
+                       [rng.choice([strides[0], strides[0] + 64, 0]),
+                        *strides[1:]], esize)
+        device = rng.choice([0, 1])
+        try:
+            want = [p for _, p in runtime._prepare(ks, m, device, t, batch,
+                                                   tq, tk)]
+        except ValueError as err:
+            want = str(err)
+        before, plans = len(rec.launches), len(runtime._plans)
+        try:
+            launch(ks, m, device, t, batch, tq, tk, stream=5)
+            got = rec.launches[before:]
+        except ValueError as err:
+            got = str(err)
+        hits += isinstance(got, list) and len(runtime._plans) == plans
+        assert got == want
+    assert hits > 100
+
+
 def test_rejected_launch_is_not_cached(monkeypatch):
     """Sizes the manifest rejects raise ValueError every time."""
     m = parse_backward_manifest(V4.replace("seqlen_k ?", "seqlen_k 40"))
