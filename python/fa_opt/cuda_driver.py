@@ -128,8 +128,10 @@ def _tensor_map_enums(cu, args):
 
 
 # Encoded maps by their arguments (a map is a function of them alone: the
-# address, dims, strides, box and swizzle), so that a launch on the same
-# tensors as an earlier one encodes nothing; the oldest dropped first.
+# address, dims, strides, box and swizzle): where runtime.launch must
+# prepare a launch again (a new output address, another kernel of the
+# backward on the same inputs), only the maps that changed are encoded;
+# the oldest dropped first.
 _encoded = BoundedMemo(4096)
 
 
@@ -250,14 +252,6 @@ class Function:
                 block[2], self.shared_bytes, cu.CUstream(stream),
                 ctypes.addressof(prepared.pointers), 0),
                 f"cuLaunchKernel({self.name})")
-
-    def launch(self, grid: Tuple[int, int, int], block: Tuple[int, int, int],
-               params: Sequence[int], stream: int,
-               tensor_maps: Sequence["TensorMapArgs"] = ()) -> None:
-        """Asynchronous launch on ``stream`` (a CUstream handle as int):
-        :meth:`prepare`, then :meth:`launch_prepared`."""
-        self.launch_prepared(self.prepare(grid, block, params, tensor_maps),
-                             stream)
 
 
 class PreparedLaunch:

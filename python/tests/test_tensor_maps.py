@@ -1,7 +1,7 @@
 """TMA tensor maps of forward manifests without a GPU: the encode arguments
 (fa_opt.layout.tensor_map_args, fa_opt.runtime.tensor_maps_for) and how
-Function.launch passes the 128-byte maps by value (through a stand-in for
-cuda.bindings.driver)."""
+Function.prepare / launch_prepared pass the 128-byte maps by value
+(through a stand-in for cuda.bindings.driver)."""
 
 import ctypes
 import types
@@ -124,14 +124,14 @@ def test_launch_errors_name_the_operand():
                         0x1000)
 
 
-# --- Function.launch through a stand-in driver -------------------------------
+# --- Function.prepare / launch_prepared through a stand-in driver -------------
 
 def _enum(**members):
     return types.SimpleNamespace(**members)
 
 
 class FakeDriver:
-    """The parts of cuda.bindings.driver that Function.launch uses; records
+    """The parts of cuda.bindings.driver that a launch uses; records
     the encode calls and what cuLaunchKernel's kernelParams point to."""
 
     # cuTensorMapEncodeTiled takes lists of these, not of ints.
@@ -206,10 +206,22 @@ def _fresh_map_cache():
     cuda_driver.clear_tensor_map_cache()
 
 
+class _Launcher:
+    """A cuda_driver.Function on no module (the stand-in driver's), launched
+    as runtime.launch does: prepare, then launch_prepared."""
+
+    def __init__(self):
+        self.fn = object.__new__(cuda_driver.Function)
+        self.fn.name, self.fn.ctx, self.fn.function, self.fn.shared_bytes = \
+            "main_attention_0", 7, 1, 0
+
+    def launch(self, grid, block, params, stream, tensor_maps=()):
+        self.fn.launch_prepared(
+            self.fn.prepare(grid, block, params, tensor_maps), stream)
+
+
 def _function():
-    fn = object.__new__(cuda_driver.Function)
-    fn.name, fn.ctx, fn.function, fn.shared_bytes = "main_attention_0", 7, 1, 0
-    return fn
+    return _Launcher()
 
 
 def test_launch_appends_maps_by_value(monkeypatch):
