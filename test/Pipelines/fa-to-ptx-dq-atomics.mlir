@@ -21,6 +21,8 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/da_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=MANIFEST64 < %t/da_f16_d64_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX < %t/da_bf16_d128_causal_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=ROT < %t/da_f16_d64_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=NOROT < %t/da_bf16_d128_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/da_f16_d64_attention_backward_0.ptx -o %t/a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_attention_backward_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_causal_attention_backward_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
@@ -100,8 +102,16 @@
 // The warp's staging boxes are free (its earlier reductions read them), the
 // fragments go in (16 pairs: 64 columns, two rows), visible to the async
 // proxy, and lane 0 adds the two boxes (columns 0-31, 32-63 of its half).
+// Lanes of odd rows g store n8 block j ^ 2 where even rows store block j
+// (bank-conflict-free half-warps): each value is picked by the row's parity
+// (bit 2 of the lane), the pairs swapped, then scaled.
+// PTX: bfe.u32 [[ROWBIT:%r[0-9]+]], %r{{[0-9]+}}, 2, 1;
+// PTX-NEXT: setp.eq.b32 [[EVEN:%p[0-9]+]], [[ROWBIT]], 0;
 // PTX: cp.async.bulk.wait_group.read 0;
 // PTX-NEXT: bar.warp.sync -1;
+// PTX: selp.f32 %r{{[0-9]+}}, [[J:%r[0-9]+]], [[J2:%r[0-9]+]], [[EVEN]];
+// PTX-NEXT: mul.rn.f32
+// PTX: selp.f32 %r{{[0-9]+}}, [[J2]], [[J]], [[EVEN]];
 // PTX-COUNT-16: st.shared.v2.f32
 // PTX: fence.proxy.async.shared::cta;
 // PTX-NEXT: bar.warp.sync -1;
@@ -113,6 +123,17 @@
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dq_convert(
 // PTX-COUNT-2: ld.global.v4.b32
 // PTX: st.global.v4.b32
+
+// No mask and 128-query tiles (D 64): block j starts its query loop at
+// tile j mod (query tiles), so that the blocks of a head add into different
+// dq_accum rows at a time. D 128 (64-query tiles) keeps the order.
+// ROT-LABEL: .entry da_f16_d64_attention_backward_0_dkdv(
+// ROT: mov.u32 %r{{[0-9]+}}, %ctaid.x;
+// ROT: rem.u32
+// ROT-LABEL: .entry da_f16_d64_attention_backward_0_dq_convert(
+// NOROT-LABEL: .entry da_bf16_d128_attention_backward_0_dkdv(
+// NOROT-NOT: rem.u32
+// NOROT-LABEL: .entry da_bf16_d128_attention_backward_0_dq_convert(
 
 // PTXT-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dkdv(
 // PTXT: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;

@@ -291,6 +291,11 @@ struct WgmmaBackwardShape {
   bool dqBulk() const {
     return dqAtomic && tma && dqByQueries() && dqColumns() % 32 == 0;
   }
+  /// dqBulk without a mask and with 128-query tiles: each key block starts
+  /// its query loop at its own tile offset (WgmmaBackward.cpp).
+  bool rotateQueryTiles() const {
+    return dqBulk() && causal == CausalKind::none && tile >= 128;
+  }
   /// dqBulk: bytes of the staging boxes (every warp's, every product's).
   int64_t dqStageBytes() const { return dqBulk() ? tile * d * 4 : 0; }
   /// The operands of the tensor maps that close the argument list, in
