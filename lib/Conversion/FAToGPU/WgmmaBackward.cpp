@@ -135,7 +135,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // (under causal each block starts at its own diagonal already). Only the
   // tile's rows follow the rotation; stages, barrier phases and dS^T
   // buffers follow the iteration. Measured on the H200 (bf16, T 2k-8k):
-  // +7% at D 64; -1% at D 128 (64-query tiles), which keeps the order.
+  // +7% at D 64; -1 to -2% at D 128 (64-query tiles, whether the start
+  // moves one or two tiles per block), which keeps the order.
   const bool rotate = dkdv && ks.rotateQueryTiles();
   Value rotation;
   if (rotate)
