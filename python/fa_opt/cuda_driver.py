@@ -148,10 +148,7 @@ def encode_tensor_map(args, kernel: str = "") -> bytes:
     launch on the tensors of an earlier one makes no driver call here.
     Raises FaCudaError (naming the operand and ``kernel``) when the driver
     rejects the arguments; failures are not cached."""
-    blob = _encoded.get(args)
-    if blob is not None:
-        return blob
-    return _encoded.put(args, _encode_tensor_map(args, kernel))
+    return _encoded.get_or_make(args, lambda: _encode_tensor_map(args, kernel))
 
 
 def _encode_tensor_map(args, kernel: str) -> bytes:

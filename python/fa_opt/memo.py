@@ -4,7 +4,9 @@ tensor maps, prepared launches, input checks, kernel views, configs)."""
 from __future__ import annotations
 
 import threading
-from typing import Dict, Hashable, Iterator
+from typing import Callable, Dict, Hashable, Iterator
+
+_MISSING = object()
 
 
 class BoundedMemo:
@@ -20,6 +22,14 @@ class BoundedMemo:
 
     def get(self, key, default=None):
         return self._entries.get(key, default)
+
+    def get_or_make(self, key, make: Callable[[], object]):
+        """The value under ``key``, else ``make()`` stored under it (None
+        included). Nothing is stored when ``make`` raises."""
+        value = self._entries.get(key, _MISSING)
+        if value is _MISSING:
+            value = self.put(key, make())
+        return value
 
     def put(self, key, value):
         """Stores ``value`` under ``key`` and returns it."""

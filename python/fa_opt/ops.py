@@ -53,7 +53,6 @@ _RANK3 = frozenset(("q", "k", "v", "o", "do", "dout", "dq", "dk", "dv",
 _problems = BoundedMemo(1024)
 _views = BoundedMemo(1024)
 _configs = BoundedMemo(1024)
-_MISSING = object()
 
 
 def _checked(q, k, v, fn: str) -> Problem:
@@ -64,10 +63,7 @@ def _checked(q, k, v, fn: str) -> Problem:
                k.dtype, k.device, v.shape, v.stride(), v.dtype, v.device)
     except RuntimeError:  # a tensor without strides (sparse): its error
         return check_inputs(q, k, v, fn)
-    p = _problems.get(key)
-    if p is None:
-        p = _problems.put(key, check_inputs(q, k, v, fn))
-    return p
+    return _problems.get_or_make(key, lambda: check_inputs(q, k, v, fn))
 
 
 def _view(name: str, t: torch.Tensor):
@@ -75,15 +71,13 @@ def _view(name: str, t: torch.Tensor):
     ``t``, or None when its batch dims do not flatten."""
     kind = 3 if name in _RANK3 else 2 if (
         name in ("lse", "delta") or t.dim() < 2) else 0
-    key = (kind, t.shape, t.stride())
-    view = _views.get(key, _MISSING)
-    if view is not _MISSING:
-        return view
-    view = (rank3 if kind == 3 else rank2)(t.shape, t.stride()) if kind \
-        else (list(t.shape), list(t.stride()))
-    if view is not None:
-        view = (tuple(view[0]), tuple(view[1]))
-    return _views.put(key, view)
+
+    def make():
+        view = (rank3 if kind == 3 else rank2)(t.shape, t.stride()) if kind \
+            else (list(t.shape), list(t.stride()))
+        return None if view is None else (tuple(view[0]), tuple(view[1]))
+
+    return _views.get_or_make((kind, t.shape, t.stride()), make)
 
 
 def _as_memref(name: str, t: torch.Tensor, inputs=None):
@@ -139,13 +133,10 @@ def _new_like(q: torch.Tensor, last: int, dtype: torch.dtype) -> torch.Tensor:
 
 def _config(p: Problem, causal: str, scale: Optional[float]) -> AttentionConfig:
     policy = registry.shape_policy  # read once: set_shape_policy may race
-    key = (p, causal, scale, policy)
-    config = _configs.get(key)
-    if config is None:
-        config = _configs.put(key, AttentionConfig.for_call(
+    return _configs.get_or_make(
+        (p, causal, scale, policy), lambda: AttentionConfig.for_call(
             p.dtype, p.batch, p.seqlen_q, p.seqlen_k, p.head_dim,
             p.head_dim_v, causal, scale, policy))
-    return config
 
 
 def _kernels(q, p: Problem, causal: str, scale,

@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 from fa_opt.memo import BoundedMemo
 
 
@@ -36,3 +38,23 @@ def test_concurrent_puts_keep_the_limit():
     for t in threads:
         t.join()
     assert errors == [] and len(memo) == 8
+
+
+def test_get_or_make_keeps_none_and_skips_failures():
+    memo = BoundedMemo(4)
+    calls = []
+
+    def make():
+        calls.append(1)
+        return None
+
+    assert memo.get_or_make("a", make) is None
+    assert memo.get_or_make("a", make) is None
+    assert len(calls) == 1  # a stored None is a hit
+
+    def fail():
+        raise ValueError("bad")
+
+    with pytest.raises(ValueError):
+        memo.get_or_make("b", fail)
+    assert "b" not in list(memo)
