@@ -137,7 +137,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // buffers follow the iteration. Measured on the H200 (bf16, T 2k-8k):
   // +7% at D 64; -1 to -2% at D 128 (64-query tiles, whether the start
   // moves one or two tiles per block), which keeps the order.
-  const bool rotate = dkdv && ks.rotateQueryTiles();
+  const bool rotate = ks.rotateQueryTiles();
   Value rotation;
   if (rotate)
     rotation = arith::RemUIOp::create(
