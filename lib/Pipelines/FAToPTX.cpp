@@ -182,6 +182,30 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "tensor-cores=true, tma=true), " +
              *why;
   }
+  // The backward's producer warpgroup: a known value, and true only where
+  // the dq-atomics _dkdv with TMA can exist.
+  std::optional<fa::BackwardProducerWarp> backwardProducer =
+      fa::parseBackwardProducerWarp(options.backwardProducerWarp);
+  if (!backwardProducer)
+    return "fa-to-ptx: expected backward-producer-warp false, auto or true, "
+           "got '" +
+           options.backwardProducerWarp + "'";
+  if (*backwardProducer == fa::BackwardProducerWarp::On) {
+    if (auto why = ruledOut(/*needTma=*/true))
+      return "fa-to-ptx: backward-producer-warp=true needs the TMA wgmma "
+             "kernels (chip=sm_90a, wgmma=true, tensor-cores=true, "
+             "tma=true), " +
+             *why;
+    if (options.deterministic || !options.dqAtomics ||
+        options.features == "+ptx80")
+      return std::string("fa-to-ptx: backward-producer-warp=true needs the "
+                         "dq-atomics backward (dq-atomics=true, "
+                         "deterministic=false, PTX ISA 8.1 or later), "
+                         "got ") +
+             (options.deterministic ? "deterministic=true"
+              : !options.dqAtomics  ? "dq-atomics=false"
+                                    : "features=+ptx80");
+  }
   // dq-atomics asked for by name where it cannot apply.
   if (given(options.dqAtomics) && options.dqAtomics) {
     if (options.deterministic)
@@ -239,6 +263,8 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.tma = kernel.wgmma && options.tma;
   kernel.producerWarp = kernel.tma && options.producerWarp;
   kernel.pingpong = kernel.producerWarp && options.pingpong;
+  kernel.backwardProducerWarp =
+      kernel.tma ? options.backwardProducerWarp.getValue() : "false";
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());

@@ -105,6 +105,12 @@ def _parser():
                    help="sm_90a wgmma backward: dq added with f32 atomics "
                         "in the dk/dv kernel (passed as fa-to-ptx's "
                         "dq-atomics=; default: fa-to-ptx's default, true)")
+    c.add_argument("--backward-producer-warp",
+                   choices=("true", "false", "auto"),
+                   help="sm_90a TMA wgmma backward with dq atomics: a "
+                        "producer warpgroup in the dk/dv kernel (passed as "
+                        "fa-to-ptx's backward-producer-warp=; default: "
+                        "fa-to-ptx's default, auto)")
     c.add_argument("--deterministic", choices=("true", "false"),
                    help="backward: dq in a separate kernel, bitwise "
                         "reproducible (passed as fa-to-ptx's "
@@ -140,6 +146,9 @@ def _options(args) -> CompileOptions:
                           block_n=args.block_n, tma=flag(args.tma),
                           producer_warp=flag(args.producer_warp),
                           dq_atomics=flag(args.dq_atomics),
+                          backward_producer_warp=(
+                              "auto" if args.backward_producer_warp == "auto"
+                              else flag(args.backward_producer_warp)),
                           deterministic=flag(args.deterministic))
 
 

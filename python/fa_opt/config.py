@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 #: Element types of q/k/v/o, spelled as in the IR and the manifest.
 DTYPES = ("f16", "bf16", "f32")
@@ -170,6 +170,11 @@ class CompileOptions:
     # (`dq-atomics=true|false`; fa-to-ptx's default true applies it where
     # the kernels support it, head dim 64 or 128); None keeps the default.
     dq_atomics: Optional[bool] = None
+    # The sm_90a TMA wgmma backward's producer warpgroup in _dkdv
+    # (`backward-producer-warp=true|false|auto`): True, False or "auto"
+    # (fa-to-ptx's default: causal masks at head dim 128, where it was
+    # measured faster); None keeps the default.
+    backward_producer_warp: Optional[Union[bool, str]] = None
     # The backward's dq in a separate kernel over query blocks, bitwise
     # reproducible (`deterministic=true|false`); None keeps fa-to-ptx's
     # default (false). fa_opt.attention's backward asks for it by itself
@@ -183,6 +188,11 @@ class CompileOptions:
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be True, False or None, got "
                                 f"{value!r}")
+        value = self.backward_producer_warp
+        if not (value is None or isinstance(value, bool) or value == "auto"):
+            raise TypeError("backward_producer_warp must be True, False, "
+                            "'auto' or None, got "
+                            f"{self.backward_producer_warp!r}")
         if self.dq_atomics and self.deterministic:
             raise ValueError("dq_atomics=True adds dq with f32 atomics, which "
                              "is not bitwise reproducible: it cannot be "
@@ -205,6 +215,11 @@ class CompileOptions:
         if self.dq_atomics is not None:
             opts.append("dq-atomics="
                         f"{'true' if self.dq_atomics else 'false'}")
+        if self.backward_producer_warp is not None:
+            value = self.backward_producer_warp
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            opts.append(f"backward-producer-warp={value}")
         if self.deterministic is not None:
             opts.append("deterministic="
                         f"{'true' if self.deterministic else 'false'}")

@@ -46,6 +46,8 @@ def _error_line(err):
     (["compile", "--tma", "yes"], "argument --tma: invalid choice: 'yes'"),
     (["compile", "--producer-warp", "1"],
      "argument --producer-warp: invalid choice: '1'"),
+    (["compile", "--backward-producer-warp", "on"],
+     "argument --backward-producer-warp: invalid choice: 'on'"),
     (["compile", "--deterministic", "yes"],
      "argument --deterministic: invalid choice: 'yes'"),
     (["compile", "--dq-atomics", "true", "--deterministic", "true"],
@@ -148,6 +150,9 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     ([], None), (["--tma", "true"], "tma=true"), (["--tma", "false"], "tma=false"),
     (["--producer-warp", "false"], "producer-warp=false"),
     (["--producer-warp", "true"], "producer-warp=true"),
+    (["--backward-producer-warp", "auto"], "backward-producer-warp=auto"),
+    (["--backward-producer-warp", "true"], "backward-producer-warp=true"),
+    (["--backward-producer-warp", "false"], "backward-producer-warp=false"),
     (["--dq-atomics", "false"], "dq-atomics=false"),
     (["--dq-atomics", "true"], "dq-atomics=true"),
     (["--deterministic", "true"], "deterministic=true"),
@@ -155,9 +160,8 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
-    """--tma, --producer-warp, --dq-atomics and --deterministic become
-    fa-to-ptx's tma=, producer-warp=, dq-atomics= and deterministic=
-    options; without them, fa-to-ptx's defaults apply (nothing passed)."""
+    """--tma, --producer-warp, --backward-producer-warp, --dq-atomics and
+    --deterministic become fa-to-ptx's options of those names; without them, fa-to-ptx's defaults apply (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
     tool.write_text("#!/bin/sh\n"
@@ -173,7 +177,7 @@ def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
     assert len(pipeline) == 1, log.read_text()
     passed = [w for w in log.read_text().split()
               if w.startswith(("tma=", "producer-warp=", "dq-atomics=",
-                               "deterministic="))]
+                               "deterministic=", "backward-producer-warp="))]
     assert passed == ([option] if option else [])
 
 

@@ -82,6 +82,20 @@ def test_compile_options_command_line():
     with pytest.raises(TypeError,
                        match="dq_atomics must be True, False or None"):
         CompileOptions(dq_atomics="true")
+    # backward_producer_warp: True, False or "auto" (fa-to-ptx's default).
+    assert CompileOptions(backward_producer_warp=True).pipeline_options() \
+        == ["chip=sm_90a", "backward-producer-warp=true"]
+    assert CompileOptions(backward_producer_warp=False).pipeline_options() \
+        == ["chip=sm_90a", "backward-producer-warp=false"]
+    assert CompileOptions(backward_producer_warp="auto") \
+        .pipeline_options() == ["chip=sm_90a", "backward-producer-warp=auto"]
+    assert CompileOptions(**CompileOptions(
+        backward_producer_warp="auto").to_dict()).backward_producer_warp \
+        == "auto"
+    for bad in (1, 0, "true", "on"):
+        with pytest.raises(TypeError, match="backward_producer_warp must be "
+                           "True, False, 'auto' or None"):
+            CompileOptions(backward_producer_warp=bad)
     # deterministic likewise; with dq_atomics=True it is a conflict.
     assert CompileOptions(deterministic=True).pipeline_options() == \
         ["chip=sm_90a", "deterministic=true"]

@@ -92,8 +92,9 @@
 
 // PTX-NOT: .entry da_bf16_d128_causal_attention_backward_0_dq(
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dkdv(
-// The column values (lse, delta) by 4-byte cp.async.
-// PTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4, {{.*}};
+// Top-left causal at D 128: the consumer warpgroups first raise their
+// registers (backward-producer-warp=auto; fa-to-ptx-backward-producer.mlir).
+// PTX: setmaxnreg.inc.sync.aligned.u32 240;
 // dS^T to workgroup memory, made visible to wgmma.
 // PTX: st.shared.b32
 // PTX: fence.proxy.async.shared::cta;
@@ -120,6 +121,10 @@
 // Before the block exits, the last reductions have read their boxes.
 // PTX: cp.async.bulk.wait_group.read 0;
 // PTX-NOT: red.global.add
+// The producer warpgroup's branch comes last: the column values (lse,
+// delta) by 4-byte cp.async.
+// PTX: setmaxnreg.dec.sync.aligned.u32 24;
+// PTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4;
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dq_convert(
 // PTX-COUNT-2: ld.global.v4.b32
 // PTX: st.global.v4.b32

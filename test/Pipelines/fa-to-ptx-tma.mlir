@@ -190,7 +190,7 @@
 // BWDPTX-COUNT-5: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX-NOT: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX: cp.async.bulk.tensor.3d
-// BWDPTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4, {{.*}};
+// BWDPTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4;
 // BWDPTX-NOT: cp.async.cg
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq_convert(
 

@@ -309,8 +309,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "128. When none of num-warps, block-m and block-n is given, head "
            "dims up to 64 take 12 consumer warps (block-m 192), with or "
            "without a causal mask. Needs "
-           "`tma`; ignored by the backward and by ops that take another "
-           "kernel">,
+           "`tma`; ignored by the backward (see backward-producer-warp) and by "
+           "ops that take another kernel">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"false",
            "TMA wgmma forward with `producer-warp` and two or more "
            "warpgroups: the consumer warpgroups take turns issuing their "
@@ -338,6 +338,25 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "kernels otherwise); dq is then not bitwise reproducible. The "
            "scalar and mma.sync backward kernels are not affected (they add "
            "dq with atomics unless `deterministic`)">,
+    Option<"backwardProducerWarp", "backward-producer-warp", "std::string",
+           /*default=*/"\"false\"",
+           "fa.attention_backward on the TMA wgmma kernels with dq atomics "
+           "(`tma`, `dq-atomics`): `_dkdv` gets one more warpgroup (the "
+           "last, 128 threads; setmaxnreg: 24 registers per producer "
+           "thread, up to 240 per consumer) whose first thread issues the "
+           "Q and dO TMA loads and whose threads copy the lse/delta columns "
+           "(cp.async completing on the Q stage's mbarrier); the consumers "
+           "release each stage on an 'empty' mbarrier and sync on a named "
+           "barrier (FlashAttention-3, Section 3.1). `false`: never; "
+           "`auto`: where it was measured faster on the H200, a top-left "
+           "causal mask with head dims D = Dv = 128 (+3-4% there, 1-2% "
+           "slower without a mask or at D 64; docs/PERFORMANCE.md, "
+           "seventeenth run); "
+           "`true`: wherever it applies (at D 64 and with bottom_right "
+           "masks ptxas spills 4-8 bytes). Errors: another value (on the module); `true` on an "
+           "op that gets the TMA wgmma backward without dq atomics or with "
+           "a dk/dv query tile (block-m) that is not a multiple of 64 (on "
+           "the op). Ops that take another kernel ignore it">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

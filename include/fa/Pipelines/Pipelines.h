@@ -138,6 +138,17 @@ struct FAToPTXPipelineOptions
                      "other backward kernels add dq with atomics unless "
                      "deterministic) (convert-fa-to-gpu)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> backwardProducerWarp{
+      *this, "backward-producer-warp",
+      llvm::cl::desc("TMA wgmma backward with dq atomics (sm_90a): a "
+                     "producer warpgroup in _dkdv issues the Q/dO loads and "
+                     "copies the lse/delta columns (convert-fa-to-gpu); "
+                     "auto: where measured faster (top-left causal, head dim "
+                     "128); "
+                     "true: wherever it applies; false: never; true "
+                     "without the TMA wgmma kernels or with "
+                     "deterministic=true or dq-atomics=false: an error"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit holding nvvm/libdevice/libdevice.10.bc; "

@@ -188,11 +188,36 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   // {32, 64, 128} (248-255 registers at D = Dv = 128) and 128-query tiles
   // spill unless D = Dv = 32, which D / 2 + Dv / 2 + 3 x tile / 2 + 8
   // separates.
-  const int64_t regBudget = std::min<int64_t>(255, 65536 / (32 * warps)) - 16;
   // D = Dv only: with D != Dv the causal _dkdv spilled (e.g. 20 bytes at D
   // 128, Dv 64), and the GPU check covers D = Dv.
   const bool dqAtomic = options.dqAtomics && !options.deterministic &&
                         (bs.d == 64 || bs.d == 128) && bs.dv == bs.d;
+  // The producer warpgroup of the dq-atomics _dkdv with TMA: its 128
+  // threads copy the 2 x tile lse/delta values of a tile, 2 x tile / 128
+  // each. `auto`: measured faster only with a top-left causal mask at D =
+  // Dv = 128 (+2.6-3.9% at T 2k-8k; 1.2-1.7% slower without a mask, 0.8-2%
+  // at D 64, where ptxas spills 4 bytes). With bottom_right, ptxas spills
+  // one 8-byte value of the prologue at D 128 (not measured).
+  auto producerFor = [&](bool dkdv, int64_t tile) {
+    if (!dkdv || !dqAtomic || !options.tma || (2 * tile) % 128 != 0)
+      return false;
+    switch (options.backwardProducerWarp) {
+    case BackwardProducerWarp::Off:
+      return false;
+    case BackwardProducerWarp::Auto:
+      return bs.causal == CausalKind::top_left && bs.d == 128;
+    case BackwardProducerWarp::On:
+      return true;
+    }
+    return false;
+  };
+  // With the producer warpgroup the consumers get what setmaxnreg gives.
+  auto regBudget = [&](bool dkdv, int64_t tile) {
+    return (producerFor(dkdv, tile)
+                ? gpukernel::consumerRegisters(warps)
+                : std::min<int64_t>(255, 65536 / (32 * warps))) -
+           16;
+  };
   auto regs = [&](bool dkdv, int64_t tile) {
     if (dkdv && dqAtomic)
       return bs.d / 2 + bs.dv / 2 + tile + tile * bs.d / (128 * (warps / 4)) +
@@ -216,6 +241,7 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
         bs.elt, bs.d,   bs.dv, bs.causal, bs.scale,
         warps,  tile,   stages, dkdv,     /*tma=*/options.tma};
     shape.dqAtomic = dkdv && dqAtomic;
+    shape.producerWarp = producerFor(dkdv, tile);
     return shape;
   };
   SmallVector<bool, 2> kernels = {true};
@@ -249,12 +275,15 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
            << ") to split evenly over num-warps = " << warps;
         return std::nullopt;
       }
-      if (regs(dkdv, given) > regBudget) {
+      if (regs(dkdv, given) > regBudget(dkdv, given)) {
         os << "the wgmma backward's " << (dkdv ? "dk/dv" : "dq")
            << " accumulators (" << what << " = " << given << ": "
            << regs(dkdv, given) << " registers per thread) do not fit the "
-           << regBudget << " a thread of a " << 32 * warps
-           << "-thread block can give them; use a smaller tile";
+           << regBudget(dkdv, given) << " a thread of a " << 32 * warps
+           << "-thread block can give them"
+           << (producerFor(dkdv, given) ? " next to the producer warpgroup"
+                                        : "")
+           << "; use a smaller tile";
         return std::nullopt;
       }
       tiles.push_back(given);
@@ -264,7 +293,7 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
       // PERFORMANCE.md); the split _dkdv was not measured with them.
       for (int64_t tile : {128, 64, 32})
         if ((tile < 128 || !dkdv || dqAtomic) && splitsEvenly(tile) &&
-            regs(dkdv, tile) <= regBudget)
+            regs(dkdv, tile) <= regBudget(dkdv, tile))
           tiles.push_back(tile);
       if (tiles.empty()) {
         os << "the wgmma backward has no default " << what << " ("
@@ -335,8 +364,27 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
            << warps << " (wgmma=false selects the mma.sync kernels)";
   std::string why;
   if (std::optional<BackwardShape> shape =
-          resolveWgmmaBackward(bs, options, warps, why))
+          resolveWgmmaBackward(bs, options, warps, why)) {
+    const gpukernel::WgmmaBackwardShape &dkdv = shape->wgDkDv;
+    if (options.backwardProducerWarp == BackwardProducerWarp::On &&
+        !dkdv.producerWarp) {
+      if (!dkdv.tma || !dkdv.dqAtomic)
+        return op.emitOpError("backward-producer-warp = true needs the "
+                              "wgmma backward's TMA loads and dq atomics "
+                              "(tma = true, dq-atomics = true, "
+                              "deterministic = false, head dim 64 or 128 "
+                              "equal to Dv), got ")
+               << (!dkdv.tma ? "tma = false"
+                             : "the split _dkdv and _dq kernels (no dq "
+                               "atomics)");
+      return op.emitOpError("backward-producer-warp = true needs a dk/dv "
+                            "query tile (block-m) that is a multiple of 64 "
+                            "(the producer's 128 threads copy its 2 x "
+                            "block-m lse/delta values), got ")
+             << dkdv.tile;
+    }
     return *shape;
+  }
   if (!options.numWarps && !options.blockM && !options.blockN)
     return getTensorCoreBackwardShape(op, options, bs);
   return op.emitOpError(why) << " (wgmma=false selects the mma.sync kernels)";
@@ -961,7 +1009,7 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
     dkdv.params.push_back("dq_accum");
   dkdv.grid = {"ceil_div(seqlen_k,block_n)", "batch", "1"};
   if (bs.wgmma) {
-    dkdv.threads = 32 * bs.wgDkDv.numWarps;
+    dkdv.threads = bs.wgDkDv.threads();
     dkdv.sharedBytes = gpukernel::wgmmaBackwardLayout(bs.wgDkDv).bytes;
   } else if (bs.tensorCore) {
     dkdv.threads = 32 * bs.tcDkDv.numWarps;

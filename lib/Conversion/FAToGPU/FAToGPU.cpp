@@ -46,6 +46,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <limits>
@@ -718,6 +719,15 @@ static void buildKernelBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
   gpu::ReturnOp::create(b, loc);
 }
 
+std::optional<BackwardProducerWarp>
+mlir::fa::parseBackwardProducerWarp(StringRef value) {
+  return llvm::StringSwitch<std::optional<BackwardProducerWarp>>(value)
+      .Case("false", BackwardProducerWarp::Off)
+      .Case("auto", BackwardProducerWarp::Auto)
+      .Case("true", BackwardProducerWarp::On)
+      .Default(std::nullopt);
+}
+
 FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionKernel(
     OpBuilder &builder, AttentionOp op, StringRef kernelName,
     const AttentionKernelOptions &options, DictionaryAttr &manifest) {
@@ -842,6 +852,16 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.tma = tma;
     options.producerWarp = producerWarp;
     options.pingpong = pingpong;
+    std::optional<BackwardProducerWarp> backwardProducer =
+        parseBackwardProducerWarp(backwardProducerWarp);
+    if (!backwardProducer) {
+      emitError(module.getLoc(), "convert-fa-to-gpu: expected "
+                                 "backward-producer-warp false, auto or "
+                                 "true, got '")
+          << backwardProducerWarp << "'";
+      return signalPassFailure();
+    }
+    options.backwardProducerWarp = *backwardProducer;
     // Option errors at the module's location, not on the module: no dump
     // of the whole module after the message.
     if (!AttentionKernelOptions::isValidStages(options.stages)) {

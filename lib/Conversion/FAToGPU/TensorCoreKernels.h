@@ -245,11 +245,19 @@ struct WgmmaBackwardShape {
   /// staged in workgroup memory (FlashAttention-2's backward with dq
   /// atomics, Dao 2023, Algorithm 2 lines 13-14); head dim 64 or 128.
   bool dqAtomic = false;
+  /// `_dkdv` with TMA: one more warpgroup (the last) issues every load and
+  /// copies the lse/delta columns; the consumers release each stage on an
+  /// "empty" mbarrier (FlashAttention-3, Section 3.1).
+  bool producerWarp = false;
 
   int64_t ownRows() const { return 16 * numWarps; }
   /// TMA: the mbarriers (own first, own second, one per stage of each loop
-  /// tile half).
-  int64_t numBarriers() const { return tma ? 2 + 2 * stages : 0; }
+  /// tile half; with producerWarp then one "empty" barrier per stage of
+  /// each half).
+  int64_t numBarriers() const {
+    return tma ? 2 + 2 * stages + (producerWarp ? 2 * stages : 0) : 0;
+  }
+  int64_t threads() const { return 32 * (numWarps + (producerWarp ? 4 : 0)); }
   /// Bytes of a `rows` x `cols` tile of 2-byte elements in workgroup
   /// memory: dense (TMA, swizzled) or in padded columns of core matrices
   /// (cp.async).

@@ -75,7 +75,12 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   Type i64 = b.getI64Type();
   const bool dkdv = ks.dkdv;
   const bool dqAtomic = dkdv && ks.dqAtomic;
-  const int64_t W = ks.numWarps, threads = 32 * W;
+  const int64_t W = ks.numWarps, threads = 32 * W; // consumer threads
+  // A producer warpgroup (warps W to W + 3) issues the loads (ks.tma and
+  // ks.dkdv are set with it).
+  const bool producer = ks.producerWarp;
+  const bool reallocate =
+      producer && consumerRegisters(W) > launchRegisters(ks.threads());
   const int64_t ownRows = ks.ownRows(), tile = ks.tile, stages = ks.stages;
 
   Value q = func.getArgument(0), k = func.getArgument(1),
@@ -170,6 +175,16 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   const int64_t swSecond = tma ? tmaSwizzleBytes(ks.dv) : 0;
   Value warpgroup = arith::IndexCastUIOp::create(
       b, loc, i64, arith::DivUIOp::create(b, loc, warp, fb.cstIndex(4)));
+  // With the producer warpgroup (consumers at 240 registers): the index
+  // through shfl.sync from lane 0, which ptxas takes as warp-uniform, so
+  // that the own tiles' descriptors can live in uniform registers (without
+  // it the causal D 128 consumer spilled one of them: 8 bytes).
+  if (producer)
+    warpgroup = arith::ExtUIOp::create(
+        b, loc, i64,
+        inlinePtx(fb, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", {b.getI32Type()},
+                  ValueRange{arith::TruncIOp::create(b, loc, b.getI32Type(),
+                                                     warpgroup)})[0]);
   auto ownBase = [&](int64_t offset, int64_t sw) {
     Descriptor desc = tma ? makeDescriptor(fb, shared.units, 16, 8 * sw, sw)
                           : makeDescriptor(fb, shared.units, colOwn, 128);
@@ -264,9 +279,22 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         arith::RemUIOp::create(x.b, x.loc, toI32(x, use), cstI32(x, 2));
     return std::make_pair(barrierAt(x, index), parity);
   };
+  // Producer warpgroup: tile tb's "empty" barrier of its half and the
+  // parity of the tile's phase there (after the full barriers).
+  auto emptyBarrier = [&](FragmentBuilder &x, Value tb, bool second) {
+    Value index = arith::AddIOp::create(
+        x.b, x.loc, toI32(x, stageOf(x, tb)),
+        cstI32(x, 2 + 2 * stages + (second ? stages : 0)));
+    Value use = arith::DivUIOp::create(x.b, x.loc, x.sub(tb, first),
+                                       x.cstIndex(stages));
+    Value parity =
+        arith::RemUIOp::create(x.b, x.loc, toI32(x, use), cstI32(x, 2));
+    return std::make_pair(barrierAt(x, index), parity);
+  };
   Value isThread0 = fb.cmpI(arith::CmpIPredicate::eq, ids.tid, c0);
   Value batch32 = tma ? toI32(fb, batch) : Value();
-  auto loadHalf = [&](FragmentBuilder &x, Value tb, bool second) {
+  auto loadHalf = [&](FragmentBuilder &x, Value tb, bool second,
+                      Value issuer = Value()) {
     int64_t offset = second ? layout.loopSecond : layout.loopFirst;
     int64_t stageBytes =
         second ? layout.secondStageBytes : layout.firstStageBytes;
@@ -276,8 +304,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                 stages, offset, stageBytes, batch, loopLimit, ids);
       return;
     }
-    Value issue = arith::AndIOp::create(
-        x.b, x.loc, isThread0, x.cmpI(arith::CmpIPredicate::slt, tb, count));
+    Value issue =
+        arith::AndIOp::create(x.b, x.loc, issuer ? issuer : isThread0,
+                              x.cmpI(arith::CmpIPredicate::slt, tb, count));
     scf::IfOp::create(x.b, x.loc, issue, [&](OpBuilder &ib, Location il) {
       FragmentBuilder y(ib, il, x.elt);
       Value dst = arith::AddIOp::create(
@@ -419,8 +448,17 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       FragmentBuilder y(ib, il, ks.elt);
       for (Value map : {loopFirstMap, loopSecondMap})
         inlinePtx(y, "prefetch.tensormap [$0];", {}, ValueRange{map});
-      for (int64_t i = 0; i < ks.numBarriers(); ++i)
-        mbarrierInit(y, barrierAt(y, cstI32(y, i)));
+      // Producer warpgroup: the first half's "full" barriers also count
+      // the producer threads' column copies (cp.async.mbarrier.arrive
+      // .noinc); the "empty" ones every consumer thread.
+      for (int64_t i = 0; i < ks.numBarriers(); ++i) {
+        int64_t arrivals = 1;
+        if (producer && i >= 2 && i < 2 + stages)
+          arrivals = 1 + 128;
+        else if (producer && i >= 2 + 2 * stages)
+          arrivals = threads;
+        mbarrierInit(y, barrierAt(y, cstI32(y, i)), arrivals);
+      }
       inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
       scf::YieldOp::create(ib, il);
     });
@@ -453,13 +491,92 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       scf::YieldOp::create(ib, il);
     });
   }
-  for (int64_t st = 0; st < stages; ++st) {
+  for (int64_t st = 0; st < stages && !producer; ++st) {
     Value tb = fb.add(first, fb.cstIndex(st));
     loadHalf(fb, tb, /*second=*/false);
     loadHalf(fb, tb, /*second=*/true);
     if (dkdv)
       storeColumn(fb, tb, loadColumn(fb, tb));
   }
+  // Producer warpgroup (threads `threads` on): gives its registers to the
+  // consumers, then for each loop tile waits until the consumers released
+  // its stage (the tile `stages` earlier; a fresh barrier passes parity 1
+  // at once), and loads it: its first thread the Q (then dO) tile by TMA,
+  // every producer thread 2 x tile / 128 lse/delta values by 4-byte
+  // cp.async, whose completion arrives on the Q tile's barrier.
+  scf::IfOp consumers;
+  auto buildProducer = [&]() {
+    scf::IfOp producers = openWarpgroupRole(fb, ids.tid, threads,
+                                            /*producerRole=*/true, reallocate);
+    Value issuer =
+        fb.cmpI(arith::CmpIPredicate::eq, ids.tid, fb.cstIndex(threads));
+    scf::ForOp::create(
+        b, loc, first, count, c1, ValueRange{},
+        [&](OpBuilder &pb, Location pl, Value tb, ValueRange) {
+          FragmentBuilder z(pb, pl, ks.elt);
+          // Every producer thread waits for both halves' stages before its
+          // column copies arrive on the Q barrier: no thread can then miss
+          // a phase of either empty barrier (the consumers release tile tb
+          // only after that barrier completed).
+          for (bool second : {false, true}) {
+            auto [bar, parity] = emptyBarrier(z, tb, second);
+            mbarrierWait(z, bar,
+                         arith::XOrIOp::create(pb, pl, parity, cstI32(z, 1)));
+          }
+          for (bool second : {false, true}) {
+            loadHalf(z, tb, second, issuer);
+            if (second)
+              continue;
+            Value stage =
+                arith::RemUIOp::create(pb, pl, tb, z.cstIndex(stages));
+            Value ptid = z.sub(ids.tid, z.cstIndex(threads));
+            for (int64_t r = 0; r < 2 * tile / 128; ++r) {
+              Value idx = z.add(ptid, z.cstIndex(128 * r));
+              Value isDelta = z.cmpI(arith::CmpIPredicate::uge, idx, bt);
+              Value row = z.minS(z.add(z.mul(queryTile(z, tb), bt),
+                                       arith::RemUIOp::create(pb, pl, idx, bt)),
+                                 lastQuery);
+              Value src = arith::SelectOp::create(pb, pl, isDelta,
+                                                  addressOf(z, delta, row),
+                                                  addressOf(z, lse, row));
+              Value dst = arith::AddIOp::create(
+                  pb, pl, shared.addr,
+                  toI32(z, z.add(z.cstIndex(layout.columnValues),
+                                 z.mul(z.add(z.mul(stage, z.cstIndex(2 * tile)),
+                                             idx),
+                                       z.cstIndex(4)))));
+              inlinePtx(z, "cp.async.ca.shared.global [$0], [$1], 4;", {},
+                        ValueRange{dst, src});
+            }
+            inlinePtx(z, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+                      {}, ValueRange{stageBarrier(z, tb, false).first});
+          }
+          scf::YieldOp::create(pb, pl);
+        });
+    // The last column copies have landed before the thread exits.
+    inlinePtx(fb, "cp.async.wait_all;", {}, ValueRange{});
+    return producers;
+  };
+  if (producer) {
+    consumers = openWarpgroupRole(fb, ids.tid, threads,
+                                  /*producerRole=*/false, reallocate);
+  }
+  // Consumers: every thread's arrival once its products have read the
+  // stage of tile tb's first (Q) or second (dO) half.
+  auto releaseHalf = [&](FragmentBuilder &x, Value tb, bool second) {
+    if (producer)
+      mbarrierArrive(x, emptyBarrier(x, tb, second).first);
+  };
+  // The consumers' block-wide barrier: the block barrier, or with the
+  // producer warpgroup named barrier 1 over the consumer threads.
+  auto consumerBarrier = [&](OpBuilder &ob, Location ol) {
+    if (!producer) {
+      gpu::BarrierOp::create(ob, ol);
+      return;
+    }
+    FragmentBuilder y(ob, ol, ks.elt);
+    namedBarrierSync(y, cstI32(y, 1), threads);
+  };
 
   // _dq: -lse log2 e and delta of this lane's two rows, for the whole loop.
   std::array<Value, 2> rowNegLse2, rowDelta;
@@ -997,7 +1114,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     if (tma) {
       // The column values stored above are visible; own tiles and tile
       // `first` landed.
-      gpu::BarrierOp::create(b, loc);
+      if (!producer)
+        gpu::BarrierOp::create(b, loc);
       for (int64_t i = 0; i < 2; ++i)
         mbarrierWait(x, barrierAt(x, cstI32(x, i)), cstI32(x, 0));
       waitTile(x, first);
@@ -1010,8 +1128,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // TMA: every warpgroup is done with the second half of tile `first`
     // before the loop's first load replaces it. dq atomics: both halves of
     // dS^T of tile `first` are stored before any dQ product reads them.
+    releaseHalf(x, first, /*second=*/true);
     if (tma || dqAtomic)
-      gpu::BarrierOp::create(b, loc);
+      consumerBarrier(b, loc);
     scf::YieldOp::create(b, loc, yielded);
     b.setInsertionPointToStart(prologue.elseBlock());
     scf::YieldOp::create(b, loc, init);
@@ -1031,13 +1150,14 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         if (!tma)
           landCopies(x, 2 * stages - 4);
         Value ahead = x.add(tb, x.cstIndex(stages - 1));
-        loadHalf(x, ahead, /*second=*/true);
+        if (!producer)
+          loadHalf(x, ahead, /*second=*/true);
         if (tma)
           waitTile(x, tb);
         Value column;
-        if (dkdv && tma)
+        if (dkdv && tma && !producer)
           copyColumnAsync(x, ahead);
-        else if (dkdv)
+        else if (dkdv && !tma)
           column = loadColumn(x, ahead);
         TileResult r =
             tileStep(x, tb, prev.accFirst, prev.accSecond,
@@ -1049,11 +1169,14 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         // TMA: the column values of tile `ahead` replace those of tile
         // tb - 1, read before the last block barrier, and are read after
         // the next one.
-        if (tma && dkdv)
+        if (tma && dkdv && !producer)
           inlinePtx(x, "cp.async.wait_all;", {}, ValueRange{});
+        releaseHalf(x, tb, /*second=*/true);
+        releaseHalf(x, prevTb, /*second=*/false);
         // Every warpgroup is done with the first half of tile tb - 1.
-        gpu::BarrierOp::create(lb, ll);
-        loadHalf(x, ahead, /*second=*/false);
+        consumerBarrier(lb, ll);
+        if (!producer)
+          loadHalf(x, ahead, /*second=*/false);
         if (!tma && dkdv)
           storeColumn(x, ahead, column);
         scf::YieldOp::create(lb, ll, yielded);
@@ -1115,6 +1238,13 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                          t2);
       scf::YieldOp::create(ib, il);
     });
+  }
+  // The producer's branch comes after the consumers' in the kernel, so
+  // that no consumer value is live across it (it runs at 24 registers).
+  if (producer) {
+    b.setInsertionPointAfter(consumers);
+    scf::IfOp producers = buildProducer();
+    b.setInsertionPointAfter(producers);
   }
   gpu::ReturnOp::create(b, loc);
 }

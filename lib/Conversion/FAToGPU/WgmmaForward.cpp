@@ -383,17 +383,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     // it), then its first thread issues the loads.
     scf::IfOp producers;
     if (producer) {
-      producers = scf::IfOp::create(
-          b, loc,
-          fb.cmpI(arith::CmpIPredicate::uge, ids.tid, fb.cstIndex(threads)),
-          /*withElseRegion=*/false);
-      b.setInsertionPoint(producers.thenBlock()->getTerminator());
-      if (reallocate)
-        inlinePtx(fb,
-                  ("setmaxnreg.dec.sync.aligned.u32 " +
-                   Twine(kProducerRegisters) + ";")
-                      .str(),
-                  {}, ValueRange{});
+      producers = openWarpgroupRole(fb, ids.tid, threads,
+                                    /*producerRole=*/true, reallocate);
     }
     // The issuing thread: thread 0, or thread 0 of the producer warpgroup.
     Value issueQ = arith::AndIOp::create(
@@ -432,17 +423,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // With the producer warpgroup, the rest of the kernel is the consumers'.
   scf::IfOp consumers;
   if (producer) {
-    consumers = scf::IfOp::create(
-        b, loc, fb.cmpI(arith::CmpIPredicate::ult, ids.tid,
-                        fb.cstIndex(threads)),
-        /*withElseRegion=*/false);
-    b.setInsertionPoint(consumers.thenBlock()->getTerminator());
-    if (reallocate)
-      inlinePtx(fb,
-                ("setmaxnreg.inc.sync.aligned.u32 " +
-                 Twine(consumerRegisters(W)) + ";")
-                    .str(),
-                {}, ValueRange{});
+    consumers = openWarpgroupRole(fb, ids.tid, threads,
+                                  /*producerRole=*/false, reallocate);
     // A warpgroup whose rows all lie past Tq exits here (the "empty"
     // barriers do not count it). The indices are read again, as in the
     // epilogue, so that the test extends no live range of the kernel's

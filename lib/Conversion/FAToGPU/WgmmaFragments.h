@@ -89,6 +89,34 @@ inline Value readSpecialRegister(FragmentBuilder &x, StringRef reg) {
                    ValueRange{})[0];
 }
 
+/// Kernels with a producer warpgroup (threads `consumerThreads` on, after
+/// the consumer warpgroups): opens the `scf.if` of one role, the producer
+/// (tid >= consumerThreads) or the consumers (tid < consumerThreads), moves
+/// the builder into it and, with `reallocate`, sets the role's registers per
+/// thread with setmaxnreg (PTX ISA 8.0; every warp of a warpgroup runs it):
+/// the producer down to kProducerRegisters, the consumers up to
+/// consumerRegisters(consumerThreads / 32) (FlashAttention-3, Section 3.1).
+inline scf::IfOp openWarpgroupRole(FragmentBuilder &x, Value tid,
+                                   int64_t consumerThreads, bool producerRole,
+                                   bool reallocate) {
+  auto role = scf::IfOp::create(x.b, x.loc,
+                                x.cmpI(producerRole ? arith::CmpIPredicate::uge
+                                                    : arith::CmpIPredicate::ult,
+                                       tid, x.cstIndex(consumerThreads)),
+                                /*withElseRegion=*/false);
+  x.b.setInsertionPoint(role.thenBlock()->getTerminator());
+  if (reallocate)
+    inlinePtx(x,
+              (Twine(producerRole ? "setmaxnreg.dec" : "setmaxnreg.inc") +
+               ".sync.aligned.u32 " +
+               Twine(producerRole ? kProducerRegisters
+                                  : consumerRegisters(consumerThreads / 32)) +
+               ";")
+                  .str(),
+              {}, ValueRange{});
+  return role;
+}
+
 /// queryBlockIndex (TensorCoreFragments.h) as an i32 from the special
 /// registers read here: under causal, block x takes query block
 /// gridDim.x - 1 - x.

@@ -19,6 +19,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir {
 namespace fa {
@@ -34,6 +35,22 @@ class AttentionBackwardOp;
 /// The top-level module attribute that maps each kernel name to its manifest
 /// dictionary (docs/ARTIFACTS.md keys, less `version`, `ptx` and `chip`).
 inline constexpr llvm::StringLiteral kManifestsAttrName = "fa.manifests";
+
+/// Whether the sm_90a wgmma backward's `_dkdv` kernel gets a producer
+/// warpgroup (the `backward-producer-warp` option).
+enum class BackwardProducerWarp {
+  /// Never.
+  Off,
+  /// Where it was measured faster on the H200 (docs/PERFORMANCE.md,
+  /// "Seventeenth run"): a top-left causal mask with head dims D = Dv =
+  /// 128.
+  Auto,
+  /// Wherever the kernel can take it (else an error on the op).
+  On,
+};
+
+/// Parses a `backward-producer-warp` value: `false`, `auto` or `true`.
+std::optional<BackwardProducerWarp> parseBackwardProducerWarp(StringRef value);
 
 /// Block sizes of the GPU kernel.
 struct AttentionKernelOptions {
@@ -87,6 +104,12 @@ struct AttentionKernelOptions {
   /// atomics, and `_dq_convert` replaces `_dq`. Needs deterministic off
   /// and head dim 64 or 128.
   bool dqAtomics = false;
+  /// Backward with TMA and dq atomics: `_dkdv` with one more warpgroup (the
+  /// last, 128 threads) that issues the Q/dO loads and copies the lse/delta
+  /// columns, the consumers releasing each stage on an "empty" mbarrier
+  /// (FlashAttention-3, Section 3.1); needs a query tile (block-m) that is
+  /// a multiple of 64.
+  BackwardProducerWarp backwardProducerWarp = BackwardProducerWarp::Off;
 };
 
 /// Builds, at the insertion point of `builder` (a block of a module), a
