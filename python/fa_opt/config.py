@@ -172,8 +172,9 @@ class CompileOptions:
     dq_atomics: Optional[bool] = None
     # The sm_90a TMA wgmma backward's producer warpgroup in _dkdv
     # (`backward-producer-warp=true|false|auto`): True, False or "auto"
-    # (fa-to-ptx's default: causal masks at head dim 128, where it was
-    # measured faster); None keeps the default.
+    # (fa-to-ptx's default: top-left causal masks at head dim 128, where it
+    # was measured faster); None keeps the default. True needs the
+    # dq-atomics backward (a ValueError with deterministic=True).
     backward_producer_warp: Optional[Union[bool, str]] = None
     # The backward's dq in a separate kernel over query blocks, bitwise
     # reproducible (`deterministic=true|false`); None keeps fa-to-ptx's
@@ -193,6 +194,13 @@ class CompileOptions:
             raise TypeError("backward_producer_warp must be True, False, "
                             "'auto' or None, got "
                             f"{self.backward_producer_warp!r}")
+        if value is True and (self.deterministic
+                              or self.dq_atomics is False):
+            raise ValueError("backward_producer_warp=True is a form of the "
+                             "dq-atomics backward: it cannot be combined "
+                             "with " + ("deterministic=True"
+                                        if self.deterministic
+                                        else "dq_atomics=False"))
         if self.dq_atomics and self.deterministic:
             raise ValueError("dq_atomics=True adds dq with f32 atomics, which "
                              "is not bitwise reproducible: it cannot be "

@@ -324,7 +324,8 @@ class Registry:
         ``deterministic=true`` when none is precompiled. Raises
         FaOptNotFoundError when nothing fits and fa-opt is missing,
         CompilationError when fa-opt fails, ValueError when the compile
-        options ask for dq atomics and ``deterministic`` is set."""
+        options ask for dq atomics and ``deterministic`` is set (a
+        ``backward_producer_warp=True`` of the options is dropped then)."""
         key = (config, chip, deterministic)
         candidates = self._memo.get(key)
         if candidates is not None:
@@ -348,6 +349,10 @@ class Registry:
                 changed = {"chip": chip, "extra": tuple(options.extra)}
                 if deterministic:
                     changed["deterministic"] = True
+                    # The producer warpgroup is a dq-atomics kernel: the
+                    # deterministic backward goes without it.
+                    if options.backward_producer_warp is True:
+                        changed["backward_producer_warp"] = None
                 options = CompileOptions(**{**options.to_dict(), **changed})
             try:
                 find_fa_opt()

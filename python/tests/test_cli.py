@@ -48,6 +48,9 @@ def _error_line(err):
      "argument --producer-warp: invalid choice: '1'"),
     (["compile", "--backward-producer-warp", "on"],
      "argument --backward-producer-warp: invalid choice: 'on'"),
+    (["compile", "--backward-producer-warp", "true", "--deterministic",
+      "true"], "backward_producer_warp=True is a form of the dq-atomics "
+     "backward: it cannot be combined with deterministic=True"),
     (["compile", "--deterministic", "yes"],
      "argument --deterministic: invalid choice: 'yes'"),
     (["compile", "--dq-atomics", "true", "--deterministic", "true"],

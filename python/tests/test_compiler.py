@@ -171,6 +171,23 @@ def test_deterministic_kernels_from_the_registry(fa_opt_tool, cache_root):
     assert reg.kernels_for(config, "sm_90a", 2, 300, 257) is default
 
 
+def test_deterministic_kernels_drop_the_backward_producer(fa_opt_tool,
+                                                         cache_root):
+    """Registry options asking for the backward's producer warpgroup (a
+    dq-atomics kernel) still give deterministic kernels: the producer is
+    dropped for them, and kept (384 threads in _dkdv) otherwise."""
+    reg = Registry()
+    reg.options = CompileOptions(backward_producer_warp=True)
+    config = AttentionConfig("bf16", 128)
+    det = reg.kernels_for(config, "sm_90a", 1, 300, 257, deterministic=True)
+    assert det.backward.deterministic
+    assert all(k.threads == 256 for k in det.backward.kernels
+               if k.kernel.endswith("_dkdv"))
+    plain = reg.kernels_for(config, "sm_90a", 1, 300, 257)
+    assert [k.threads for k in plain.backward.kernels
+            if k.kernel.endswith("_dkdv")] == [384]
+
+
 def test_deterministic_kernels_need_a_deterministic_backward(
         fa_opt_tool, cache_root, tmp_path, monkeypatch):
     """A precompiled folder whose backward uses dq atomics serves plain

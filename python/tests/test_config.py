@@ -92,6 +92,14 @@ def test_compile_options_command_line():
     assert CompileOptions(**CompileOptions(
         backward_producer_warp="auto").to_dict()).backward_producer_warp \
         == "auto"
+    for conflict, name in (({"deterministic": True}, "deterministic=True"),
+                           ({"dq_atomics": False}, "dq_atomics=False")):
+        with pytest.raises(ValueError, match="backward_producer_warp=True is "
+                           "a form of the dq-atomics backward: it cannot be "
+                           "combined with " + name):
+            CompileOptions(backward_producer_warp=True, **conflict)
+    assert CompileOptions(backward_producer_warp="auto",
+                          deterministic=True).deterministic
     for bad in (1, 0, "true", "on"):
         with pytest.raises(TypeError, match="backward_producer_warp must be "
                            "True, False, 'auto' or None"):

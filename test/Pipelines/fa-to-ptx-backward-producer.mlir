@@ -55,6 +55,15 @@
 // On the op: one warpgroup at D 128 has 32-query tiles (64 do not fit its
 // registers), too few for the producer's column copies.
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=true num-warps=4 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRTILE
+// Given block-m: 64 at D 64 (its consumers spilled 50-120 bytes) is an
+// error; 128 at D 128 does not fit the registers with or without it.
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=true block-m=64 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRTILE64
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a block-m=128 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRREGS
+// Boolean spellings as for other options.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=TRUE output-dir=%t/upper" -o /dev/null
+// RUN: cmp %t/on/bp_bf16_d128_none_attention_backward_0.ptx %t/upper/bp_bf16_d128_none_attention_backward_0.ptx
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=0 output-dir=%t/zero" -o /dev/null
+// RUN: cmp %t/off/bp_bf16_d128_top_left_attention_backward_0.ptx %t/zero/bp_bf16_d128_top_left_attention_backward_0.ptx
 // convert-fa-to-gpu alone (default false): an unknown value on the module,
 // true without TMA or without dq atomics on the op.
 // RUN: not fa-opt %s --convert-fa-to-gpu="backward-producer-warp=on" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPASS
@@ -114,7 +123,9 @@
 // ERRDET: error: fa-to-ptx: backward-producer-warp=true needs the dq-atomics backward (dq-atomics=true, deterministic=false, PTX ISA 8.1 or later), got deterministic=true
 // ERRATOMICS: error: fa-to-ptx: backward-producer-warp=true needs the dq-atomics backward ({{.*}}), got dq-atomics=false
 // ERRPTX80: error: fa-to-ptx: backward-producer-warp=true needs the dq-atomics backward ({{.*}}), got features=+ptx80
-// ERRTILE: error: 'fa.attention_backward' op backward-producer-warp = true needs a dk/dv query tile (block-m) that is a multiple of 64 (the producer's 128 threads copy its 2 x block-m lse/delta values), got 32
+// ERRTILE: error: 'fa.attention_backward' op backward-producer-warp = true needs the dk/dv query tile (block-m) it was built for: 64 at head dim 128, 128 at head dim 64, got 32 at head dim 128 (the largest default tile that fits the registers and workgroup memory here)
+// ERRTILE64: error: 'fa.attention_backward' op backward-producer-warp = true needs the dk/dv query tile (block-m) it was built for: 64 at head dim 128, 128 at head dim 64, got 64 at head dim 64{{$}}
+// ERRREGS: error: 'fa.attention_backward' op the wgmma backward's dk/dv accumulators (block-m (queries per dk/dv tile) = 128: 320 registers per thread) do not fit the 239 a thread of a 256-thread block can give them; use a smaller tile
 // ERRPASS: error: convert-fa-to-gpu: expected backward-producer-warp false, auto or true, got 'on'
 // ERRPASSTMA: error: 'fa.attention_backward' op backward-producer-warp = true needs the wgmma backward's TMA loads and dq atomics ({{.*}}), got tma = false
 // ERRPASSSPLIT: error: 'fa.attention_backward' op backward-producer-warp = true needs the wgmma backward's TMA loads and dq atomics ({{.*}}), got the split _dkdv and _dq kernels (no dq atomics)

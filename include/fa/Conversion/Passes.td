@@ -352,11 +352,14 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "causal mask with head dims D = Dv = 128 (+3-4% there, 1-2% "
            "slower without a mask or at D 64; docs/PERFORMANCE.md, "
            "seventeenth run); "
-           "`true`: wherever it applies (at D 64 and with bottom_right "
-           "masks ptxas spills 4-8 bytes). Errors: another value (on the module); `true` on an "
-           "op that gets the TMA wgmma backward without dq atomics or with "
-           "a dk/dv query tile (block-m) that is not a multiple of 64 (on "
-           "the op). Ops that take another kernel ignore it">,
+           "`true`: wherever it applies, the tiles it was built for (64 "
+           "queries at head dim 128, 128 at head dim 64; ptxas spills 4-12 "
+           "bytes at D 64 in bf16 and 8 with bottom_right at D 128). "
+           "Values as for a boolean option (true/1, false/0) or `auto`. "
+           "Errors: another value (on the module); `true` on an op that "
+           "gets the TMA wgmma backward without dq atomics or with another "
+           "dk/dv query tile (block-m; on the op). Ops that take another "
+           "kernel ignore it">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -147,7 +147,8 @@ struct FAToPTXPipelineOptions
                      "128); "
                      "true: wherever it applies; false: never; true "
                      "without the TMA wgmma kernels or with "
-                     "deterministic=true or dq-atomics=false: an error"),
+                     "deterministic=true, dq-atomics=false or "
+                     "features=+ptx80: an error"),
       llvm::cl::init("auto")};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",

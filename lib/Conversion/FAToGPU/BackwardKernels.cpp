@@ -194,12 +194,14 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
                         (bs.d == 64 || bs.d == 128) && bs.dv == bs.d;
   // The producer warpgroup of the dq-atomics _dkdv with TMA: its 128
   // threads copy the 2 x tile lse/delta values of a tile, 2 x tile / 128
-  // each. `auto`: measured faster only with a top-left causal mask at D =
-  // Dv = 128 (+2.6-3.9% at T 2k-8k; 1.2-1.7% slower without a mask, 0.8-2%
-  // at D 64, where ptxas spills 4 bytes). With bottom_right, ptxas spills
-  // one 8-byte value of the prologue at D 128 (not measured).
+  // each (2 x tile a multiple of 128). `auto`: measured faster only with a
+  // top-left causal mask at D = Dv = 128 (+2.6-3.9% at T 2k-8k; 1.2-1.7% slower
+  // without a mask, 0.8-2% at D 64, where ptxas spills 4 bytes). With
+  // bottom_right, ptxas spills one 8-byte value of the prologue at D 128 (not
+  // measured). Only the tiles it was checked with: 64 queries at D 128, 128 at
+  // D 64 (at D 64 with 64-query tiles the consumers spilled 50-120 bytes).
   auto producerFor = [&](bool dkdv, int64_t tile) {
-    if (!dkdv || !dqAtomic || !options.tma || (2 * tile) % 128 != 0)
+    if (!dkdv || !dqAtomic || !options.tma || tile * bs.d != 8192)
       return false;
     switch (options.backwardProducerWarp) {
     case BackwardProducerWarp::Off:
@@ -279,10 +281,10 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
         os << "the wgmma backward's " << (dkdv ? "dk/dv" : "dq")
            << " accumulators (" << what << " = " << given << ": "
            << regs(dkdv, given) << " registers per thread) do not fit the "
-           << regBudget(dkdv, given) << " a thread of a " << 32 * warps
+           << regBudget(dkdv, given) << " a thread of a "
+           << 32 * warps + (producerFor(dkdv, given) ? 128 : 0)
            << "-thread block can give them"
-           << (producerFor(dkdv, given) ? " next to the producer warpgroup"
-                                        : "")
+           << (producerFor(dkdv, given) ? " (with the producer warpgroup)" : "")
            << "; use a smaller tile";
         return std::nullopt;
       }
@@ -377,11 +379,13 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
                << (!dkdv.tma ? "tma = false"
                              : "the split _dkdv and _dq kernels (no dq "
                                "atomics)");
-      return op.emitOpError("backward-producer-warp = true needs a dk/dv "
-                            "query tile (block-m) that is a multiple of 64 "
-                            "(the producer's 128 threads copy its 2 x "
-                            "block-m lse/delta values), got ")
-             << dkdv.tile;
+      return op.emitOpError("backward-producer-warp = true needs the dk/dv "
+                            "query tile (block-m) it was built for: 64 at "
+                            "head dim 128, 128 at head dim 64, got ")
+             << dkdv.tile << " at head dim " << bs.d
+             << (options.blockM ? ""
+                                : " (the largest default tile that fits the "
+                                  "registers and workgroup memory here)");
     }
     return *shape;
   }

@@ -722,9 +722,9 @@ static void buildKernelBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
 std::optional<BackwardProducerWarp>
 mlir::fa::parseBackwardProducerWarp(StringRef value) {
   return llvm::StringSwitch<std::optional<BackwardProducerWarp>>(value)
-      .Case("false", BackwardProducerWarp::Off)
+      .Cases({"false", "False", "FALSE", "0"}, BackwardProducerWarp::Off)
       .Case("auto", BackwardProducerWarp::Auto)
-      .Case("true", BackwardProducerWarp::On)
+      .Cases({"true", "True", "TRUE", "1"}, BackwardProducerWarp::On)
       .Default(std::nullopt);
 }
 

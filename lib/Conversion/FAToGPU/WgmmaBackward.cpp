@@ -775,7 +775,6 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   const int64_t dqBoxes = ks.dqColumns() / 32;
   auto dqBulkAdds = [&](FragmentBuilder &x, Value tb,
                         ArrayRef<SmallVector<Value>> accs) {
-    Type i32 = x.b.getI32Type();
     auto cst = [&](int64_t v) { return cstI32(x, v); };
     auto add = [&](Value a, Value c) {
       return arith::AddIOp::create(x.b, x.loc, a, c).getResult();
