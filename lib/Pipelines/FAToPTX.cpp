@@ -182,6 +182,22 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "tensor-cores=true, tma=true), " +
              *why;
   }
+  // Query tiles per block: 0 (the kernel's choice), 1, or 2 with the
+  // producer warpgroup and without pingpong.
+  if (options.tilesPerBlock < 0 || options.tilesPerBlock > 2)
+    return "fa-to-ptx: expected tiles-per-block 1 or 2, or 0 for the "
+           "default, got " +
+           std::to_string(options.tilesPerBlock);
+  if (options.tilesPerBlock == 2) {
+    if (!options.producerWarp || options.pingpong)
+      return "fa-to-ptx: tiles-per-block=2 needs producer-warp=true and "
+             "pingpong=false";
+    if (auto why = ruledOut(/*needTma=*/true))
+      return "fa-to-ptx: tiles-per-block=2 needs the TMA wgmma kernels "
+             "with the producer warpgroup (chip=sm_90a, wgmma=true, "
+             "tensor-cores=true, tma=true), " +
+             *why;
+  }
   // The backward's producer warpgroup: a known value, and true only where
   // the dq-atomics _dkdv with TMA can exist.
   std::optional<fa::BackwardProducerWarp> backwardProducer =
@@ -263,6 +279,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.tma = kernel.wgmma && options.tma;
   kernel.producerWarp = kernel.tma && options.producerWarp;
   kernel.pingpong = kernel.producerWarp && options.pingpong;
+  kernel.tilesPerBlock = kernel.producerWarp ? options.tilesPerBlock : 1;
   kernel.backwardProducerWarp =
       kernel.tma ? options.backwardProducerWarp.getValue() : "false";
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);

@@ -101,6 +101,11 @@ def _parser():
                    help="sm_90a TMA wgmma forward: a producer warpgroup "
                         "issues the loads (passed as fa-to-ptx's "
                         "producer-warp=; default: fa-to-ptx's default)")
+    c.add_argument("--tiles-per-block", type=int, choices=(0, 1, 2),
+                   help="sm_90a TMA wgmma forward: query tiles per GPU "
+                        "block (passed as fa-to-ptx's tiles-per-block=; "
+                        "default: fa-to-ptx's default, 0: 2 at head dim "
+                        "128, else 1)")
     c.add_argument("--dq-atomics", choices=("true", "false"),
                    help="sm_90a wgmma backward: dq added with f32 atomics "
                         "in the dk/dv kernel (passed as fa-to-ptx's "
@@ -145,6 +150,7 @@ def _options(args) -> CompileOptions:
     return CompileOptions(chip=args.chip, block_m=args.block_m,
                           block_n=args.block_n, tma=flag(args.tma),
                           producer_warp=flag(args.producer_warp),
+                          tiles_per_block=args.tiles_per_block,
                           dq_atomics=flag(args.dq_atomics),
                           backward_producer_warp=(
                               "auto" if args.backward_producer_warp == "auto"

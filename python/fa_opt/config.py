@@ -166,6 +166,12 @@ class CompileOptions:
     # The sm_90a TMA wgmma forward's producer warpgroup
     # (`producer-warp=true|false`); None keeps fa-to-ptx's default.
     producer_warp: Optional[bool] = None
+    # The sm_90a TMA wgmma forward's query tiles per GPU block
+    # (`tiles-per-block=0|1|2`): 2 computes two tiles per block, the second
+    # tile's loads overlapping the first's end; 0 is fa-to-ptx's default
+    # (2 for the head-dim-128 producer kernels, else 1); None keeps it. 2
+    # with producer_warp=False is a ValueError.
+    tiles_per_block: Optional[int] = None
     # The sm_90a wgmma backward's dq through f32 atomics in _dkdv
     # (`dq-atomics=true|false`; fa-to-ptx's default true applies it where
     # the kernels support it, head dim 64 or 128); None keeps the default.
@@ -189,6 +195,16 @@ class CompileOptions:
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be True, False or None, got "
                                 f"{value!r}")
+        tiles = self.tiles_per_block
+        if tiles is not None and (isinstance(tiles, bool)
+                                  or not isinstance(tiles, int)
+                                  or tiles not in (0, 1, 2)):
+            raise TypeError("tiles_per_block must be 0, 1, 2 or None, got "
+                            f"{tiles!r}")
+        if tiles == 2 and self.producer_warp is False:
+            raise ValueError("tiles_per_block=2 needs the producer "
+                             "warpgroup: it cannot be combined with "
+                             "producer_warp=False")
         value = self.backward_producer_warp
         if not (value is None or isinstance(value, bool) or value == "auto"):
             raise TypeError("backward_producer_warp must be True, False, "
@@ -220,6 +236,8 @@ class CompileOptions:
         if self.producer_warp is not None:
             opts.append("producer-warp="
                         f"{'true' if self.producer_warp else 'false'}")
+        if self.tiles_per_block is not None:
+            opts.append(f"tiles-per-block={self.tiles_per_block}")
         if self.dq_atomics is not None:
             opts.append("dq-atomics="
                         f"{'true' if self.dq_atomics else 'false'}")

@@ -46,6 +46,11 @@ def _error_line(err):
     (["compile", "--tma", "yes"], "argument --tma: invalid choice: 'yes'"),
     (["compile", "--producer-warp", "1"],
      "argument --producer-warp: invalid choice: '1'"),
+    (["compile", "--tiles-per-block", "3"],
+     "argument --tiles-per-block: invalid choice: 3"),
+    (["compile", "--tiles-per-block", "2", "--producer-warp", "false"],
+     "tiles_per_block=2 needs the producer warpgroup: it cannot be combined "
+     "with producer_warp=False"),
     (["compile", "--backward-producer-warp", "on"],
      "argument --backward-producer-warp: invalid choice: 'on'"),
     (["compile", "--backward-producer-warp", "true", "--deterministic",

@@ -74,6 +74,21 @@ def test_compile_options_command_line():
     with pytest.raises(TypeError,
                        match="producer_warp must be True, False or None"):
         CompileOptions(producer_warp=1)
+    # tiles_per_block: 0 (fa-to-ptx's default), 1 or 2.
+    assert CompileOptions(tiles_per_block=2).pipeline_options() == \
+        ["chip=sm_90a", "tiles-per-block=2"]
+    assert CompileOptions(tiles_per_block=0, producer_warp=True) \
+        .pipeline_options() == ["chip=sm_90a", "producer-warp=true",
+                                "tiles-per-block=0"]
+    assert CompileOptions(
+        **CompileOptions(tiles_per_block=1).to_dict()).tiles_per_block == 1
+    for bad in (3, -1, True, "2", 2.0):
+        with pytest.raises(TypeError,
+                           match="tiles_per_block must be 0, 1, 2 or None"):
+            CompileOptions(tiles_per_block=bad)
+    with pytest.raises(ValueError, match="tiles_per_block=2 needs the "
+                       "producer warpgroup"):
+        CompileOptions(tiles_per_block=2, producer_warp=False)
     # dq_atomics likewise.
     assert CompileOptions(dq_atomics=False).pipeline_options() == \
         ["chip=sm_90a", "dq-atomics=false"]

@@ -62,19 +62,21 @@
 // PTX-NEXT: )
 // The producer warpgroup (fa-to-ptx's default producer-warp=true): 384
 // threads, registers moved by setmaxnreg from it (24) to the two consumer
-// warpgroups (240).
+// warpgroups (240). Two query tiles per block (tiles-per-block's default at
+// D 128): the second Q buffer's barrier after the K/V ones, no idle exit,
+// the o stores of the first tile waited for only at the end.
 // PTX: .maxntid 384, 1, 1
 // PTX: .shared .align 1024 .b8 __dynamic_shmem__0;
 // PTX: cvta.param.u64
 // PTX: prefetch.tensormap
-// The empty barriers count the arrivals of the consumer warpgroups with a
-// row before Tq; the others exit after setmaxnreg.
-// PTX: mbarrier.init.shared::cta.b64 [{{.*}}], %r{{[0-9]+}};
+// PTX-COUNT-5: mbarrier.init.shared::cta.b64 [{{.*}}], 1;
+// PTX-COUNT-4: mbarrier.init.shared::cta.b64 [{{.*}}], 256;
+// PTX: mbarrier.init.shared::cta.b64 [{{.*}}], 1;
 // PTX: setmaxnreg.dec.sync.aligned.u32 24;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: setmaxnreg.inc.sync.aligned.u32 240;
-// PTX: @p exit;
+// PTX-NOT: @p exit;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // PTX: mbarrier.arrive.shared::cta.b64
@@ -83,22 +85,44 @@
 // PTX: fence.proxy.async.shared::cta;
 // PTX: cp.async.bulk.tensor.3d.global.shared::cta.bulk_group
 // PTX: cp.async.bulk.commit_group;
-// PTX-NEXT: cp.async.bulk.wait_group.read 0;
+// PTX-NOT: cp.async.bulk.wait_group.read
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX: cp.async.bulk.commit_group;
+// PTX-NOT: wgmma.mma_async
+// PTX: cp.async.bulk.wait_group.read 0;
 // PTX-NOT: st.global.b16
 // PTX-NOT: cp.async.cg
 // PTX-NOT: cp.async.ca
+
+// tiles-per-block=1: one tile per block; the empty barriers count the
+// arrivals of the consumer warpgroups with a row before Tq, the others
+// exit after setmaxnreg; each warp waits for its o stores' reads.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tiles-per-block=1 output-dir=%t/t1" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PTX1 < %t/t1/bf16_d128_none_attention_0.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST1 < %t/t1/bf16_d128_none_attention_0.manifest
+// PTX1: .maxntid 384, 1, 1
+// PTX1: mbarrier.init.shared::cta.b64 [{{.*}}], %r{{[0-9]+}};
+// PTX1: setmaxnreg.dec.sync.aligned.u32 24;
+// PTX1: setmaxnreg.inc.sync.aligned.u32 240;
+// PTX1: @p exit;
+// PTX1: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX1: cp.async.bulk.commit_group;
+// PTX1-NEXT: cp.async.bulk.wait_group.read 0;
+// PTX1-NOT: wgmma.mma_async
+// MANIFEST1: shared_bytes 163912
+// MANIFEST1: grid ceil_div(seqlen_q,block_m) batch 1
 
 // MANIFEST: version 3
 // MANIFEST: block_m 128
 // MANIFEST: block_n 128
 // MANIFEST: threads 384
-// MANIFEST: shared_bytes 163912
+// MANIFEST: shared_bytes 196688
 // MANIFEST: params q k v o lse
 // MANIFEST-NEXT: tensor_map q 64 128 128
 // MANIFEST-NEXT: tensor_map k 64 128 128
 // MANIFEST-NEXT: tensor_map v 64 128 128
 // MANIFEST-NEXT: tensor_map o 64 16 128
-// MANIFEST-NEXT: grid ceil_div(seqlen_q,block_m) batch 1
+// MANIFEST-NEXT: grid ceil_div(seqlen_q,256) batch 1
 
 // Head dim 64 with a causal mask: the producer warpgroup with three
 // consumer warpgroups (block_m 192, 512 threads) and 128-key tiles.
@@ -123,8 +147,8 @@
 // MANIFEST32-NEXT: tensor_map v 32 128 64
 // MANIFEST32-NEXT: grid
 // Head dim 64 without mask: the same 12-warp shape, no spills.
-// RUN: FileCheck %s --check-prefix=MANIFEST64N < %t/bf16_d64_none_attention_0.manifest
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d64_none_attention_0.ptx -o %t/g.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: FileCheck %s --check-prefix=MANIFEST64N < %t/bf16_d64_none_attention_0.manifest
 // MANIFEST64N: block_m 192
 // MANIFEST64N: block_n 128
 // MANIFEST64N: threads 512
@@ -153,6 +177,26 @@
 // PINGPONG: bar.sync {{%r[0-9]+}}, 256;
 // PINGPONG: wgmma.mma_async
 // PINGPONG: bar.arrive {{%r[0-9]+}}, 256;
+
+// tiles-per-block=2 given: what the default gives at D 128 (the causal
+// kernel too assembles without spills); at D 64 the default 12-warp
+// kernels keep one tile (two spill there, and 8 warps with two tiles
+// measured slower: docs/PERFORMANCE.md, nineteenth run).
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tiles-per-block=2 output-dir=%t/t2" -o /dev/null
+// RUN: FileCheck %s --check-prefix=MANIFESTT2 < %t/t2/bf16_d128_none_attention_0.manifest
+// RUN: FileCheck %s --check-prefix=MANIFEST64T1 < %t/t2/f16_d64_causal_attention_0.manifest
+// MANIFEST64T1: grid ceil_div(seqlen_q,384) batch 1
+// RUN: %ptxas -arch=sm_90a -v %t/t2/bf16_d128_none_attention_0.ptx -o %t/t2a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/t2/bf16_d128_causal_attention_0.ptx -o %t/t2b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// MANIFESTT2: shared_bytes 196688
+// MANIFESTT2: grid ceil_div(seqlen_q,256) batch 1
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tiles-per-block=4 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRTILES
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a producer-warp=false tiles-per-block=2 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRTILESPRODUCER
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a pingpong=true tiles-per-block=2 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRTILESPRODUCER
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tma=false tiles-per-block=2 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRTILESTMA
+// ERRTILES: error: fa-to-ptx: expected tiles-per-block 1 or 2, or 0 for the default, got 4
+// ERRTILESPRODUCER: error: fa-to-ptx: tiles-per-block=2 needs producer-warp=true and pingpong=false
+// ERRTILESTMA: error: fa-to-ptx: tiles-per-block=2 needs the TMA wgmma kernels with the producer warpgroup ({{.*}}), got chip=sm_90a with tma=false
 
 // The producer warpgroup and pingpong need the TMA kernels.
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a tma=false producer-warp=true output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPRODUCER

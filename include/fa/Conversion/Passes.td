@@ -318,6 +318,19 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "softmax overlaps another's products (FlashAttention-3, Section "
            "3.1, pingpong scheduling); needs `producer-warp` (an error "
            "without it or with one consumer warpgroup)">,
+    Option<"tilesPerBlock", "tiles-per-block", "int64_t", /*default=*/"1",
+           "TMA wgmma forward with `producer-warp`, without `pingpong`: "
+           "query tiles (block-m rows each) per GPU block, 1 or 2. With 2, "
+           "block x computes two tiles one after the other (no mask: 2x "
+           "and 2x + 1; causal: n - 1 - x and x of the n query tiles, so "
+           "that blocks see about equal key counts), with Q in two "
+           "buffers: the producer loads the second tile's Q and first K/V "
+           "tiles while the consumers finish the first; grid "
+           "ceil(Tq / (2 block-m)) x batch. 0: 2 where it measured faster "
+           "(producer-warp, no pingpong, two consumer warpgroups, head "
+           "dims above 64, both Q buffers within max-shared-bytes), else "
+           "1. Other values, or 2 without producer-warp or with pingpong: "
+           "an error">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

@@ -87,6 +87,8 @@ struct KernelShape {
   /// TMA wgmma kernel: a producer warpgroup and stage-release mbarriers; with
   /// pingpong the consumer warpgroups take turns at the tensor cores.
   bool producerWarp = false, pingpong = false;
+  /// TMA wgmma forward with the producer: query tiles per GPU block (1, 2).
+  int64_t tilesPerBlock = 1;
   int64_t numWarps = 0, mTilesPerWarp = 0;
   /// Threads per block (the producer warpgroup included).
   int64_t threads() const {
@@ -101,13 +103,25 @@ struct KernelShape {
 /// else it is read from workgroup memory at each use.
 static gpukernel::TensorCoreForwardShape
 getTensorCoreForwardShape(const KernelShape &ks) {
-  return gpukernel::TensorCoreForwardShape{
-      ks.elt,      ks.oElt,   ks.d,     ks.dv,
-      ks.hasLse,   ks.causal, ks.scale, ks.numWarps,
-      ks.mTilesPerWarp, ks.blockN,
-      /*qInShared=*/ks.wgmma || ks.mTilesPerWarp * ks.d > 128,
-      /*wgmma=*/ks.wgmma, /*wgmmaStages=*/ks.wgmmaStages, /*tma=*/ks.tma,
-      /*producerWarp=*/ks.producerWarp, /*pingpong=*/ks.pingpong};
+  gpukernel::TensorCoreForwardShape shape{ks.elt,
+                                          ks.oElt,
+                                          ks.d,
+                                          ks.dv,
+                                          ks.hasLse,
+                                          ks.causal,
+                                          ks.scale,
+                                          ks.numWarps,
+                                          ks.mTilesPerWarp,
+                                          ks.blockN,
+                                          /*qInShared=*/ks.wgmma ||
+                                              ks.mTilesPerWarp * ks.d > 128,
+                                          /*wgmma=*/ks.wgmma,
+                                          /*wgmmaStages=*/ks.wgmmaStages,
+                                          /*tma=*/ks.tma,
+                                          /*producerWarp=*/ks.producerWarp,
+                                          /*pingpong=*/ks.pingpong};
+  shape.tilesPerBlock = ks.tilesPerBlock;
+  return shape;
 }
 
 /// Completes `ks` for the sm_90a wgmma kernel: whole warpgroups of 64
@@ -160,6 +174,15 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     return op.emitOpError("pingpong scheduling needs the producer "
                           "warpgroup (producer-warp = true): the consumer "
                           "warpgroups must not share a block barrier");
+  if (options.tilesPerBlock < 0 || options.tilesPerBlock > 2)
+    return op.emitOpError("the wgmma kernel takes 1 or 2 query tiles per "
+                          "block, or 0 for its choice (tiles-per-block), "
+                          "got ")
+           << options.tilesPerBlock;
+  if (options.tilesPerBlock == 2 && (!producerWarp || options.pingpong))
+    return op.emitOpError("two query tiles per block (tiles-per-block = 2) "
+                          "need the producer warpgroup (producer-warp = "
+                          "true) without pingpong scheduling");
   if (options.pingpong && warps < 8)
     return op.emitOpError("pingpong scheduling needs two or more consumer "
                           "warpgroups (num-warps 8, 12 or 16), got num-warps "
@@ -223,6 +246,16 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   // The checks above: pingpong has the producer and two or more
   // warpgroups.
   ks.pingpong = options.pingpong;
+  // tiles-per-block 0: two tiles where they measured faster (H200, bf16,
+  // docs/PERFORMANCE.md nineteenth run): the producer kernel with two
+  // consumer warpgroups at head dims above 64, when both Q buffers fit.
+  const bool autoTiles = options.tilesPerBlock == 0;
+  const int64_t preferredTiles =
+      autoTiles ? (producerWarp && !options.pingpong && warps == 8 &&
+                           std::max(ks.d, ks.dv) > 64
+                       ? 2
+                       : 1)
+                : options.tilesPerBlock;
   ks.numWarps = warps;
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
@@ -238,11 +271,17 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
       stageCounts = {2};
     for (int64_t stages : stageCounts) {
       ks.wgmmaStages = stages;
-      sharedBytes = gpukernel::tensorCoreSharedLayout(
-                        getTensorCoreForwardShape(ks))
-                        .bytes;
-      if (sharedBytes <= options.maxSharedBytes)
-        return ks;
+      // The automatic two tiles fall back to one when the second Q buffer
+      // does not fit.
+      for (int64_t tiles = preferredTiles; tiles >= 1;
+           tiles = autoTiles ? tiles - 1 : 0) {
+        ks.tilesPerBlock = tiles;
+        sharedBytes =
+            gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))
+                .bytes;
+        if (sharedBytes <= options.maxSharedBytes)
+          return ks;
+      }
     }
   }
   return op.emitOpError("the wgmma kernel's tiles (block-m = ")
@@ -435,14 +474,19 @@ static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
       // the tensor-core kernel's tiles are dynamic.
       b.getNamedAttr(
           "shared_bytes",
-          b.getI64IntegerAttr(ks.tensorCore
-                                  ? gpukernel::tensorCoreSharedLayout(
-                                        getTensorCoreForwardShape(ks))
-                                        .bytes
-                                  : 0)),
+          b.getI64IntegerAttr(ks.tensorCore ? gpukernel::tensorCoreSharedLayout(
+                                                  getTensorCoreForwardShape(ks))
+                                                  .bytes
+                                            : 0)),
       b.getNamedAttr("params", b.getArrayAttr(params)),
-      b.getNamedAttr("grid", b.getStrArrayAttr(
-                                 {"ceil_div(seqlen_q,block_m)", "batch", "1"})),
+      b.getNamedAttr(
+          "grid",
+          b.getStrArrayAttr(
+              {ks.tilesPerBlock == 1
+                   ? std::string("ceil_div(seqlen_q,block_m)")
+                   : "ceil_div(seqlen_q," +
+                         std::to_string(ks.tilesPerBlock * ks.blockM) + ")",
+               "batch", "1"})),
   };
   // The tensor-core kernel copies rows with 16-byte cp.async (or TMA, whose
   // global addresses and strides are 16-byte multiples too).
@@ -852,6 +896,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.tma = tma;
     options.producerWarp = producerWarp;
     options.pingpong = pingpong;
+    options.tilesPerBlock = tilesPerBlock;
     std::optional<BackwardProducerWarp> backwardProducer =
         parseBackwardProducerWarp(backwardProducerWarp);
     if (!backwardProducer) {

@@ -70,6 +70,10 @@ struct TensorCoreForwardShape {
   /// one's softmax runs while another's products are on the tensor cores
   /// (FlashAttention-3, Section 3.1, "pingpong scheduling").
   bool pingpong = false;
+  /// With producerWarp and without pingpong: query tiles per GPU block (1
+  /// or 2; AttentionKernelOptions::tilesPerBlock), each with its own Q
+  /// buffer and "full" barrier.
+  int64_t tilesPerBlock = 1;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
   /// TMA wgmma kernel with the producer warpgroup, o in q's element type
@@ -88,10 +92,11 @@ struct TensorCoreForwardShape {
   /// Threads per block: the consumer warps and the producer warpgroup.
   int64_t threads() const { return 32 * (numWarps + (producerWarp ? 4 : 0)); }
   /// TMA wgmma kernel: mbarriers in workgroup memory: Q, one "full" barrier
-  /// per K and per V stage, and with producerWarp one "empty" barrier per K
-  /// and per V stage.
+  /// per K and per V stage, with producerWarp one "empty" barrier per K
+  /// and per V stage, then those of the other Q buffers (tilesPerBlock).
   int64_t numBarriers() const {
-    return tma ? 1 + (producerWarp ? 4 : 2) * wgmmaStages : 0;
+    return tma ? 1 + (producerWarp ? 4 : 2) * wgmmaStages + tilesPerBlock - 1
+               : 0;
   }
   /// Bytes of one column of core matrices of a `rows`-row wgmma tile: TMA
   /// writes a box densely (rows x 16 bytes); cp.async columns are padded.
@@ -155,8 +160,9 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
   l.qOffset = 0;
   if (ks.wgmma) {
     // Canonical wgmma tiles (columns of core matrices, columnBytes
-    // apart): Q, then the stages of K, then those of V.
-    l.kOffset = ks.d / 8 * ks.columnBytes(ks.blockM());
+    // apart): Q (one buffer per tile of the block), then the stages of K,
+    // then those of V.
+    l.kOffset = ks.tilesPerBlock * ks.d / 8 * ks.columnBytes(ks.blockM());
     l.vOffset =
         l.kOffset + ks.wgmmaStages * ks.d / 8 * ks.columnBytes(ks.blockN);
     l.barrierOffset =

@@ -57,6 +57,18 @@
 // With `pingpong` the consumer warpgroups also take turns issuing their
 // products (named barriers 1 + w), and all of them stay.
 //
+// With `tilesPerBlock` 2 (producer, no pingpong) a block computes two query
+// tiles one after the other: without a mask 2x and 2x + 1, under causal
+// the pair n - 1 - x and x of the n = ceil(Tq / block_m) tiles (equal key
+// counts per block, up to the middle tile of an odd n, which is alone).
+// Each tile has its own Q buffer and "full" barrier; the producer loads
+// both Q tiles first, then the K/V tiles of tile 0 and of tile 1 through
+// one ring of stages (tile 1's key block j in ring slot n_0 + j, n_0 the
+// key blocks of tile 0), so that tile 1's first loads land while the
+// consumers finish tile 0 (its last P V, whose V stage they release, and
+// its o stores, whose reads they wait for only before the block exits).
+// No warpgroup exits early there (the other tile may have rows for it).
+//
 // wgmma, its fences and the commit/wait are inline PTX (MLIR 22's
 // nvvm.wgmma.mma_async takes A only from workgroup memory); the fence and
 // the wait take the accumulators as tied operands so that no register
@@ -87,7 +99,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // block, when block_m does not divide Tq) exit at once, and the stage
   // releases count only the others: with the producer warpgroup (no block
   // barrier after the split) and without pingpong's turns.
-  const bool idleExit = producer && !pingpong && warpgroups > 1;
+  // Query tiles per block (ks.tilesPerBlock, 1 or 2; 2 only with the
+  // producer and without pingpong): the tile being built is the one whose
+  // values queryBlock ... qBase below hold (setTile moves them).
+  const int64_t tiles = ks.tilesPerBlock;
+  const bool idleExit = producer && !pingpong && warpgroups > 1 && tiles == 1;
   // Registers move from the producer warpgroup to the consumers unless the
   // launch count already gives the consumers what they may take.
   const bool reallocate =
@@ -106,6 +122,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   const int64_t stages = ks.wgmmaStages;
   const int64_t colM = ks.columnBytes(blockM),
                 colN = ks.columnBytes(blockN);
+  const int64_t qTileBytes = ks.d / 8 * colM; // one Q buffer
   const int64_t kStageBytes = ks.d / 8 * colN, vStageBytes = ks.dv / 8 * colN;
   WgmmaSharedMemory shared = wgmmaSharedMemory(fb, layout.bytes);
   Value tile = shared.tile, smemUnits = shared.units;
@@ -114,7 +131,34 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value zero = fb.cstF32(0.0), ninf = fb.cstF32(kNegInf);
   Value tq = memref::DimOp::create(b, loc, q, 1);
   Value tk = memref::DimOp::create(b, loc, k, 1);
-  Value queryBlock = queryBlockIndex(fb, ks.causal);
+  // Query tile r of this block: with one tile per block queryBlockIndex;
+  // with two, 2x + r without a mask, and under causal the pair n - 1 - x
+  // (r = 0, the longer) and x (r = 1) of the n = ceil(Tq / block_m) tiles,
+  // so that every block sees about n + 1 key blocks.
+  auto numQueryTiles = [&](FragmentBuilder &x) -> Value {
+    return arith::CeilDivSIOp::create(x.b, x.loc, tq, x.cstIndex(blockM));
+  };
+  auto tileQueryBlock = [&](FragmentBuilder &x, int64_t r) -> Value {
+    if (tiles == 1)
+      return queryBlockIndex(x, ks.causal);
+    Value bx = gpu::BlockIdOp::create(x.b, x.loc, gpu::Dimension::x);
+    if (ks.causal == CausalKind::none)
+      return x.add(x.mul(bx, x.cstIndex(tiles)), x.cstIndex(r));
+    if (r == 1)
+      return bx;
+    return x.sub(x.sub(numQueryTiles(x), x.cstIndex(1)), bx);
+  };
+  // Whether tile 1 of this block exists (tiles == 2): 2x + 1 < n, or under
+  // causal x < n - 1 - x (the middle tile of an odd n has no partner).
+  auto secondTileExists = [&](FragmentBuilder &x) -> Value {
+    Value bx = gpu::BlockIdOp::create(x.b, x.loc, gpu::Dimension::x);
+    Value n = numQueryTiles(x);
+    if (ks.causal == CausalKind::none)
+      return x.cmpI(arith::CmpIPredicate::slt, tileQueryBlock(x, 1), n);
+    return x.cmpI(arith::CmpIPredicate::slt, bx,
+                  x.sub(x.sub(n, x.cstIndex(1)), bx));
+  };
+  Value queryBlock = tileQueryBlock(fb, 0);
   Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   LaneIds ids = LaneIds::create(fb);
   Value warp = ids.warp, g = ids.g, t = ids.t, t2 = ids.t2;
@@ -152,12 +196,57 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       ks.tma ? makeDescriptor(fb, smemUnits, 16, 8 * swizzleQK, swizzleQK)
              : makeDescriptor(fb, smemUnits, colM, 128);
   const int64_t warpgroupRows = ks.tma ? 64 * swizzleQK : 1024;
-  Value qBase =
-      qDesc.at(fb, arith::IndexCastUIOp::create(
-                       b, loc, i64,
-                       fb.add(fb.mul(warpgroup,
-                                     fb.cstIndex(warpgroupRows >> 4)),
-                              fb.cstIndex(layout.qOffset >> 4))));
+  // The tile's Q buffer (and its "full" barrier, qBarrier) and the K/V
+  // ring slots the block's earlier tiles used (null: none).
+  int64_t qBuffer = 0;
+  Value ringBase;
+  auto makeQBase = [&](FragmentBuilder &x) {
+    return qDesc.at(
+        x,
+        arith::IndexCastUIOp::create(
+            x.b, x.loc, i64,
+            x.add(x.mul(warpgroup, x.cstIndex(warpgroupRows >> 4)),
+                  x.cstIndex((layout.qOffset + qBuffer * qTileBytes) >> 4))));
+  };
+  Value qBase = makeQBase(fb);
+  // Moves the tile values above to tile r (built at x's insertion point);
+  // tile 1's ring slots follow tile 0's key blocks (`tile0KeyBlocks`).
+  auto setTile = [&](FragmentBuilder &x, int64_t r, Value tile0KeyBlocks) {
+    queryBlock = tileQueryBlock(x, r);
+    i0 = x.mul(queryBlock, x.cstIndex(blockM));
+    warpRow0 = x.add(i0, x.mul(warp, x.cstIndex(16)));
+    kvEnd = visibleKeys(x, ks.causal, i0, blockM, tq, tk).kvEnd;
+    numKeyBlocks =
+        arith::CeilDivSIOp::create(x.b, x.loc, kvEnd, x.cstIndex(blockN));
+    anyBlock = x.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, x.cstIndex(0));
+    qBuffer = r;
+    qBase = makeQBase(x);
+    ringBase = r == 0 ? Value() : tile0KeyBlocks;
+  };
+  struct TileValues {
+    Value queryBlock, i0, warpRow0, kvEnd, numKeyBlocks, anyBlock, qBase,
+        ringBase;
+    int64_t qBuffer;
+  };
+  auto saveTile = [&] {
+    return TileValues{queryBlock, i0,    warpRow0, kvEnd,  numKeyBlocks,
+                      anyBlock,   qBase, ringBase, qBuffer};
+  };
+  auto restoreTile = [&](const TileValues &t) {
+    queryBlock = t.queryBlock;
+    i0 = t.i0;
+    warpRow0 = t.warpRow0;
+    kvEnd = t.kvEnd;
+    numKeyBlocks = t.numKeyBlocks;
+    anyBlock = t.anyBlock;
+    qBase = t.qBase;
+    ringBase = t.ringBase;
+    qBuffer = t.qBuffer;
+  };
+  // The K/V ring slot of the tile's key block jb.
+  auto ringSlot = [&](FragmentBuilder &x, Value jb) -> Value {
+    return ringBase ? x.add(ringBase, jb) : jb;
+  };
   Descriptor kDesc =
       ks.tma ? makeDescriptor(fb, smemUnits, 16, 8 * swizzleQK, swizzleQK)
              : makeDescriptor(fb, smemUnits, colN, 128);
@@ -195,12 +284,18 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         x.b, x.loc, shared.addr,
         cstI32(x, layout.barrierOffset + 8 * index));
   };
+  // The "full" barrier of Q buffer `buffer`: 0, else after the K/V ones.
+  const int64_t kvBarriers = (producer ? 4 : 2) * stages;
+  auto qBarrier = [&](FragmentBuilder &x, int64_t buffer) {
+    return barrier(x, buffer == 0 ? 0 : kvBarriers + buffer);
+  };
   // The barrier of stage jb % stages of K (or V) and the parity of block
   // jb's phase on it: the "full" barriers (the tile landed), or with the
   // producer warpgroup the "empty" ones (every consumer thread is done
   // with the tile: 32 W arrivals per phase) after them.
   auto stageBarrier = [&](FragmentBuilder &x, Value jb, bool isV,
                           bool empty = false) {
+    jb = ringSlot(x, jb);
     Value stage = arith::RemUIOp::create(x.b, x.loc, jb, x.cstIndex(stages));
     Value bar = arith::AddIOp::create(
         x.b, x.loc,
@@ -218,7 +313,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto tmaIssue = [&](FragmentBuilder &y, Value jb, bool isV) {
     OpBuilder &ib = y.b;
     Location il = y.loc;
-    Value stage = arith::RemUIOp::create(ib, il, jb, y.cstIndex(stages));
+    Value stage =
+        arith::RemUIOp::create(ib, il, ringSlot(y, jb), y.cstIndex(stages));
     int64_t offset = isV ? layout.vOffset : layout.kOffset;
     int64_t stageBytes = isV ? vStageBytes : kStageBytes;
     Value dst = arith::AddIOp::create(
@@ -293,8 +389,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // workgroup memory) as one wgmma group; the accumulators are valid after
   // the matching wait.
   auto issueS = [&](FragmentBuilder &x, Value jb) {
-    Value kBase =
-        kDesc.at(x, stageUnits(x, jb, stages, layout.kOffset, kStageBytes));
+    Value kBase = kDesc.at(
+        x, stageUnits(x, ringSlot(x, jb), stages, layout.kOffset, kStageBytes));
     Value qDescBase = qBaseInLoop ? inLoop(x, qBase) : qBase;
     if (ks.tma)
       return wgmmaProductSS(
@@ -310,8 +406,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // wgmma group on the accumulator scalars `oAcc`.
   auto issuePV = [&](FragmentBuilder &x, SmallVector<Value> oAcc,
                      SmallVector<Value> pRegs, Value jb) {
-    Value vBase =
-        vDesc.at(x, stageUnits(x, jb, stages, layout.vOffset, vStageBytes));
+    Value vBase = vDesc.at(
+        x, stageUnits(x, ringSlot(x, jb), stages, layout.vOffset, vStageBytes));
     return wgmmaAccumulateRS(x, ks.dv, oAcc, pRegs, vBase,
                              ks.tma ? (16 * swizzleV) >> 4 : 256 >> 4);
   };
@@ -369,10 +465,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                                   y.cstIndex(warpgroups)),
                            y.cstIndex(128)));
       for (int64_t i = 0; i < ks.numBarriers(); ++i) {
-        if (i > 2 * stages && arrivals)
+        const bool empty = i > 2 * stages && i <= kvBarriers;
+        if (empty && arrivals)
           mbarrierInit(y, barrier(y, i), arrivals);
         else
-          mbarrierInit(y, barrier(y, i), i > 2 * stages ? threads : 1);
+          mbarrierInit(y, barrier(y, i), empty ? threads : 1);
       }
       inlinePtx(y, "fence.mbarrier_init.release.cluster;", {}, ValueRange{});
       scf::YieldOp::create(ib, il);
@@ -387,32 +484,62 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                                     /*producerRole=*/true, reallocate);
     }
     // The issuing thread: thread 0, or thread 0 of the producer warpgroup.
-    Value issueQ = arith::AndIOp::create(
-        b, loc,
-        producer ? fb.cmpI(arith::CmpIPredicate::eq, ids.tid,
-                           fb.cstIndex(threads))
-                 : isThread0,
-        anyBlock);
-    scf::IfOp::create(b, loc, issueQ, [&](OpBuilder &ib, Location il) {
-      FragmentBuilder y(ib, il, fb.elt);
+    Value issuer = producer ? fb.cmpI(arith::CmpIPredicate::eq, ids.tid,
+                                      fb.cstIndex(threads))
+                            : isThread0;
+    auto loadQ = [&](FragmentBuilder &y) {
       tmaLoadTile(y, qMap,
-                  arith::AddIOp::create(ib, il, shared.addr,
-                                        cstI32(y, layout.qOffset)),
+                  arith::AddIOp::create(
+                      y.b, y.loc, shared.addr,
+                      cstI32(y, layout.qOffset + qBuffer * qTileBytes)),
                   blockM, ks.d, swizzleQK / 2, toI32(y, i0), batch32,
-                  barrier(y, 0));
-      // The producer goes on with every K and V tile, each once its stage
-      // is free.
-      if (producer)
-        scf::ForOp::create(
-            ib, il, c0, numKeyBlocks, c1, ValueRange{},
-            [&](OpBuilder &pb, Location pl, Value jb, ValueRange) {
-              FragmentBuilder z(pb, pl, fb.elt);
-              produceStage(z, jb, /*isV=*/false);
-              produceStage(z, jb, /*isV=*/true);
-              scf::YieldOp::create(pb, pl);
-            });
-      scf::YieldOp::create(ib, il);
-    });
+                  qBarrier(y, qBuffer));
+    };
+    // The producer goes on with every K and V tile of the tile, each once
+    // its stage is free.
+    auto produceKeyBlocks = [&](FragmentBuilder &y, Value count) {
+      scf::ForOp::create(y.b, y.loc, c0, count, c1, ValueRange{},
+                         [&](OpBuilder &pb, Location pl, Value jb, ValueRange) {
+                           FragmentBuilder z(pb, pl, fb.elt);
+                           produceStage(z, jb, /*isV=*/false);
+                           produceStage(z, jb, /*isV=*/true);
+                           scf::YieldOp::create(pb, pl);
+                         });
+    };
+    auto ifThen = [&](FragmentBuilder &y, Value cond,
+                      llvm::function_ref<void(FragmentBuilder &)> body) {
+      scf::IfOp::create(y.b, y.loc, cond, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder z(ib, il, y.elt);
+        body(z);
+        scf::YieldOp::create(ib, il);
+      });
+    };
+    if (tiles == 1) {
+      ifThen(fb, arith::AndIOp::create(b, loc, issuer, anyBlock),
+             [&](FragmentBuilder &y) {
+               loadQ(y);
+               if (producer)
+                 produceKeyBlocks(y, numKeyBlocks);
+             });
+    } else {
+      // Two tiles: both Q tiles first (two buffers), then the K/V tiles
+      // of tile 0 and of tile 1 through one ring of stages.
+      ifThen(fb, issuer, [&](FragmentBuilder &y) {
+        TileValues tile0 = saveTile();
+        ifThen(y, anyBlock, loadQ);
+        Value second = secondTileExists(y);
+        setTile(y, 1, tile0.numKeyBlocks);
+        Value secondBlocks = arith::SelectOp::create(
+            y.b, y.loc, second, numKeyBlocks, y.cstIndex(0));
+        ifThen(y, arith::AndIOp::create(y.b, y.loc, second, anyBlock), loadQ);
+        TileValues tile1 = saveTile();
+        restoreTile(tile0);
+        produceKeyBlocks(y, numKeyBlocks);
+        restoreTile(tile1);
+        produceKeyBlocks(y, secondBlocks);
+        restoreTile(tile0);
+      });
+    }
     if (producer)
       b.setInsertionPointAfter(producers);
   } else {
@@ -452,260 +579,309 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     }
   }
 
-  // Loop-carried: O accumulator tiles, m and l of rows g / g + 8, and the
-  // P registers of the previous key block (FlashAttention-3, Section 3.2,
-  // intra-warpgroup overlap: P_{j-1} V_{j-1} runs on the tensor cores while
-  // the softmax of S_j runs).
-  SmallVector<Value> init;
-  for (int64_t i = 0; i < oTiles; ++i)
-    init.push_back(fb.zeroAcc());
-  init.push_back(ninf);
-  init.push_back(ninf);
-  init.push_back(zero);
-  init.push_back(zero);
-  Value zeroWord = arith::ConstantIntOp::create(b, loc, i32, 0);
-  for (int64_t i = 0; i < sTiles * 2; ++i)
-    init.push_back(zeroWord);
-  const int64_t mBase = oTiles, lBase = mBase + 2, pBase = lBase + 2;
-  SmallVector<Type> carriedTypes;
-  for (Value val : init)
-    carriedTypes.push_back(val.getType());
+  // The consumers' work on the tile that the tile values hold: the key
+  // loop and the epilogue. With tiles == 2 it is built twice, tile 1
+  // inside a test that the block has it.
+  auto rereadTileQueryBlock = [&](FragmentBuilder &x) -> Value {
+    if (tiles == 1)
+      return rereadQueryBlockIndex(x, ks.causal);
+    Value bx = readSpecialRegister(x, "%ctaid.x");
+    if (ks.causal == CausalKind::none)
+      return arith::AddIOp::create(
+          x.b, x.loc, arith::MulIOp::create(x.b, x.loc, bx, cstI32(x, tiles)),
+          cstI32(x, qBuffer));
+    if (qBuffer == 1)
+      return bx;
+    return arith::SubIOp::create(
+        x.b, x.loc,
+        arith::SubIOp::create(x.b, x.loc, toI32(x, numQueryTiles(x)),
+                              cstI32(x, 1)),
+        bx);
+  };
+  auto emitTile = [&] {
+    // Loop-carried: O accumulator tiles, m and l of rows g / g + 8, and the
+    // P registers of the previous key block (FlashAttention-3, Section 3.2,
+    // intra-warpgroup overlap: P_{j-1} V_{j-1} runs on the tensor cores while
+    // the softmax of S_j runs).
+    SmallVector<Value> init;
+    for (int64_t i = 0; i < oTiles; ++i)
+      init.push_back(fb.zeroAcc());
+    init.push_back(ninf);
+    init.push_back(ninf);
+    init.push_back(zero);
+    init.push_back(zero);
+    Value zeroWord = arith::ConstantIntOp::create(b, loc, i32, 0);
+    for (int64_t i = 0; i < sTiles * 2; ++i)
+      init.push_back(zeroWord);
+    const int64_t mBase = oTiles, lBase = mBase + 2, pBase = lBase + 2;
+    SmallVector<Type> carriedTypes;
+    for (Value val : init)
+      carriedTypes.push_back(val.getType());
 
-  // Prologue (when any key block is visited): S_0, its softmax, P_0.
-  auto prologue = scf::IfOp::create(b, loc, carriedTypes, anyBlock,
-                                    /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(prologue.thenBlock());
-    FragmentBuilder x(b, loc, ks.elt);
-    if (ks.tma) {
-      mbarrierWait(x, barrier(x, 0), cstI32(x, 0)); // Q landed
-      waitStage(x, c0, /*isV=*/false);
+    // Prologue (when any key block is visited): S_0, its softmax, P_0.
+    auto prologue = scf::IfOp::create(b, loc, carriedTypes, anyBlock,
+                                      /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(prologue.thenBlock());
+      FragmentBuilder x(b, loc, ks.elt);
+      if (ks.tma) {
+        mbarrierWait(x, qBarrier(x, qBuffer), cstI32(x, 0)); // Q landed
+        waitStage(x, c0, /*isV=*/false);
+      } else {
+        landCopies(x, 2 * stages - 1); // (Q, K_0) landed
+      }
+      // Pingpong: the last warpgroup hands the first its first turn.
+      if (pingpong) {
+        Value last = x.cmpI(arith::CmpIPredicate::eq, warpgroup,
+                            x.cstIndex(warpgroups - 1));
+        scf::IfOp::create(b, loc, last, [&](OpBuilder &ib, Location il) {
+          FragmentBuilder y(ib, il, x.elt);
+          namedBarrierArrive(y, cstI32(y, 1), 256);
+          scf::YieldOp::create(ib, il);
+        });
+      }
+      takeTurn(x);
+      SmallVector<Value> sAcc = issueS(x, c0);
+      passTurn(x);
+      sAcc = wgmmaWait(x, 0, sAcc);
+      releaseStage(x, c0, /*isV=*/false);
+      Softmax sm = softmax(x, sAcc, c0, {init[mBase], init[mBase + 1]},
+                           {init[lBase], init[lBase + 1]});
+      // TMA: every warpgroup is done with K_0 before K_s replaces it (in the
+      // loop, the previous iteration's barrier gives this). The producer
+      // warp waits for the release instead.
+      if (ks.tma && !producer)
+        gpu::BarrierOp::create(b, loc);
+      SmallVector<Value> yielded(init.begin(), init.begin() + oTiles);
+      llvm::append_range(yielded, sm.step.m);
+      llvm::append_range(yielded, sm.step.l);
+      llvm::append_range(yielded, sm.pRegs);
+      scf::YieldOp::create(b, loc, yielded);
+      b.setInsertionPointToStart(prologue.elseBlock());
+      scf::YieldOp::create(b, loc, init);
+    }
+
+    auto loop = scf::ForOp::create(
+        b, loc, c1, numKeyBlocks, c1, prologue.getResults(),
+        [&](OpBuilder &lb, Location ll, Value jb, ValueRange carried) {
+          FragmentBuilder x(lb, ll, ks.elt);
+          SmallVector<Value> acc(carried.begin(), carried.begin() + mBase);
+          SmallVector<Value> m(carried.begin() + mBase,
+                               carried.begin() + lBase);
+          SmallVector<Value> l(carried.begin() + lBase,
+                               carried.begin() + pBase);
+          SmallVector<Value> pPrev(carried.begin() + pBase, carried.end());
+
+          // K_j and V_{j-1} landed (V_j, K_{j+1}, V_{j+1} may be in flight);
+          // every warpgroup is done with S_{j-1}, so K_{j+s-1} may replace
+          // K_{j-1}. (TMA: the last iteration's barrier came after every
+          // warpgroup's wait for S_{j-1}; each tile is waited for on its
+          // barrier just before its product.)
+          Value ahead = x.add(jb, x.cstIndex(stages - 1));
+          if (!ks.tma)
+            landCopies(x, 2 * stages - 3);
+          if (!producer)
+            loadTile(x, ahead, /*isV=*/false);
+
+          // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
+          // softmax while the P V group is on the tensor cores. (Producer
+          // warp: both tiles are waited for before the turn is taken, and
+          // each stage is released once its product is done.)
+          if (ks.tma)
+            waitStage(x, jb, /*isV=*/false);
+          if (producer)
+            waitStage(x, x.sub(jb, c1), /*isV=*/true);
+          takeTurn(x);
+          SmallVector<Value> sAcc = issueS(x, jb);
+          if (ks.tma && !producer)
+            waitStage(x, x.sub(jb, c1), /*isV=*/true);
+          SmallVector<Value> oAcc =
+              issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
+          passTurn(x);
+          sAcc = wgmmaWait(x, 1, sAcc);
+          releaseStage(x, jb, /*isV=*/false);
+          Softmax sm = softmax(x, sAcc, jb, m, l);
+          oAcc = wgmmaWait(x, 0, oAcc);
+          releaseStage(x, x.sub(jb, c1), /*isV=*/true);
+          SmallVector<Value> newAcc = toTiles(x, oAcc);
+
+          // O *= alpha_j where some row's max moved (else alpha = 1).
+          rescaleIfMaxMoved(x, sm.step.anyMaxChanged, newAcc, oTiles,
+                            sm.step.alphas);
+
+          // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
+          if (!producer) {
+            gpu::BarrierOp::create(lb, ll);
+            loadTile(x, ahead, /*isV=*/true);
+          }
+
+          SmallVector<Value> yielded = newAcc;
+          llvm::append_range(yielded, sm.step.m);
+          llvm::append_range(yielded, sm.step.l);
+          llvm::append_range(yielded, sm.pRegs);
+          scf::YieldOp::create(lb, ll, yielded);
+        });
+
+    // The last block's P V (when any block was visited).
+    SmallVector<Type> accTypes(oTiles, fb.vec({2, 2}, f32));
+    auto last = scf::IfOp::create(b, loc, accTypes, anyBlock,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      FragmentBuilder x(b, loc, ks.elt);
+      if (ks.tma)
+        waitStage(x, x.sub(numKeyBlocks, c1), /*isV=*/true);
+      else
+        landCopies(x, 0);
+      SmallVector<Value> acc(loop.getResults().begin(),
+                             loop.getResults().begin() + oTiles);
+      SmallVector<Value> pLast(loop.getResults().begin() + pBase,
+                               loop.getResults().end());
+      takeTurn(x);
+      SmallVector<Value> oAcc =
+          issuePV(x, toScalars(x, acc), pLast, x.sub(numKeyBlocks, c1));
+      // Pingpong: every turn taken was passed, except the last warpgroup's
+      // last (its first-turn gift to the first warpgroup balances it).
+      if (pingpong) {
+        Value notLast = x.cmpI(arith::CmpIPredicate::ne, warpgroup,
+                               x.cstIndex(warpgroups - 1));
+        scf::IfOp::create(b, loc, notLast, [&](OpBuilder &ib, Location il) {
+          FragmentBuilder y(ib, il, x.elt);
+          passTurn(y);
+          scf::YieldOp::create(ib, il);
+        });
+      }
+      oAcc = wgmmaWait(x, 0, oAcc);
+      // With two tiles per block the producer refills this stage with the
+      // block's next tile.
+      if (tiles > 1)
+        releaseStage(x, x.sub(numKeyBlocks, c1), /*isV=*/true);
+      scf::YieldOp::create(b, loc, toTiles(x, oAcc));
+      b.setInsertionPointToStart(last.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           ValueRange(loop.getResults().slice(0, oTiles)));
+    }
+    if (!ks.tma)
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    // Epilogue: o = O / l, lse = m ln 2 + ln l.
+    SmallVector<Value> oFinal(last.getResults());
+    if (!ks.tmaStoreO()) {
+      for (int64_t h = 0; h < 2; ++h)
+        storeForwardRow(
+            fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+            [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2);
     } else {
-      landCopies(x, 2 * stages - 1); // (Q, K_0) landed
-    }
-    // Pingpong: the last warpgroup hands the first its first turn.
-    if (pingpong) {
-      Value last = x.cmpI(arith::CmpIPredicate::eq, warpgroup,
-                          x.cstIndex(warpgroups - 1));
-      scf::IfOp::create(b, loc, last, [&](OpBuilder &ib, Location il) {
-        FragmentBuilder y(ib, il, x.elt);
-        namedBarrierArrive(y, cstI32(y, 1), 256);
-        scf::YieldOp::create(ib, il);
-      });
-    }
-    takeTurn(x);
-    SmallVector<Value> sAcc = issueS(x, c0);
-    passTurn(x);
-    sAcc = wgmmaWait(x, 0, sAcc);
-    releaseStage(x, c0, /*isV=*/false);
-    Softmax sm = softmax(x, sAcc, c0, {init[mBase], init[mBase + 1]},
-                         {init[lBase], init[lBase + 1]});
-    // TMA: every warpgroup is done with K_0 before K_s replaces it (in the
-    // loop, the previous iteration's barrier gives this). The producer
-    // warp waits for the release instead.
-    if (ks.tma && !producer)
-      gpu::BarrierOp::create(b, loc);
-    SmallVector<Value> yielded(init.begin(), init.begin() + oTiles);
-    llvm::append_range(yielded, sm.step.m);
-    llvm::append_range(yielded, sm.step.l);
-    llvm::append_range(yielded, sm.pRegs);
-    scf::YieldOp::create(b, loc, yielded);
-    b.setInsertionPointToStart(prologue.elseBlock());
-    scf::YieldOp::create(b, loc, init);
-  }
-
-  auto loop = scf::ForOp::create(
-      b, loc, c1, numKeyBlocks, c1, prologue.getResults(),
-      [&](OpBuilder &lb, Location ll, Value jb, ValueRange carried) {
-        FragmentBuilder x(lb, ll, ks.elt);
-        SmallVector<Value> acc(carried.begin(), carried.begin() + mBase);
-        SmallVector<Value> m(carried.begin() + mBase, carried.begin() + lBase);
-        SmallVector<Value> l(carried.begin() + lBase, carried.begin() + pBase);
-        SmallVector<Value> pPrev(carried.begin() + pBase, carried.end());
-
-        // K_j and V_{j-1} landed (V_j, K_{j+1}, V_{j+1} may be in flight);
-        // every warpgroup is done with S_{j-1}, so K_{j+s-1} may replace
-        // K_{j-1}. (TMA: the last iteration's barrier came after every
-        // warpgroup's wait for S_{j-1}; each tile is waited for on its
-        // barrier just before its product.)
-        Value ahead = x.add(jb, x.cstIndex(stages - 1));
-        if (!ks.tma)
-          landCopies(x, 2 * stages - 3);
-        if (!producer)
-          loadTile(x, ahead, /*isV=*/false);
-
-        // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
-        // softmax while the P V group is on the tensor cores. (Producer
-        // warp: both tiles are waited for before the turn is taken, and
-        // each stage is released once its product is done.)
-        if (ks.tma)
-          waitStage(x, jb, /*isV=*/false);
-        if (producer)
-          waitStage(x, x.sub(jb, c1), /*isV=*/true);
-        takeTurn(x);
-        SmallVector<Value> sAcc = issueS(x, jb);
-        if (ks.tma && !producer)
-          waitStage(x, x.sub(jb, c1), /*isV=*/true);
-        SmallVector<Value> oAcc =
-            issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
-        passTurn(x);
-        sAcc = wgmmaWait(x, 1, sAcc);
-        releaseStage(x, jb, /*isV=*/false);
-        Softmax sm = softmax(x, sAcc, jb, m, l);
-        oAcc = wgmmaWait(x, 0, oAcc);
-        releaseStage(x, x.sub(jb, c1), /*isV=*/true);
-        SmallVector<Value> newAcc = toTiles(x, oAcc);
-
-        // O *= alpha_j where some row's max moved (else alpha = 1).
-        rescaleIfMaxMoved(x, sm.step.anyMaxChanged, newAcc, oTiles,
-                          sm.step.alphas);
-
-        // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
-        if (!producer) {
-          gpu::BarrierOp::create(lb, ll);
-          loadTile(x, ahead, /*isV=*/true);
-        }
-
-        SmallVector<Value> yielded = newAcc;
-        llvm::append_range(yielded, sm.step.m);
-        llvm::append_range(yielded, sm.step.l);
-        llvm::append_range(yielded, sm.pRegs);
-        scf::YieldOp::create(lb, ll, yielded);
-      });
-
-  // The last block's P V (when any block was visited).
-  SmallVector<Type> accTypes(oTiles, fb.vec({2, 2}, f32));
-  auto last = scf::IfOp::create(b, loc, accTypes, anyBlock,
-                                /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(last.thenBlock());
-    FragmentBuilder x(b, loc, ks.elt);
-    if (ks.tma)
-      waitStage(x, x.sub(numKeyBlocks, c1), /*isV=*/true);
-    else
-      landCopies(x, 0);
-    SmallVector<Value> acc(loop.getResults().begin(),
-                           loop.getResults().begin() + oTiles);
-    SmallVector<Value> pLast(loop.getResults().begin() + pBase,
-                             loop.getResults().end());
-    takeTurn(x);
-    SmallVector<Value> oAcc =
-        issuePV(x, toScalars(x, acc), pLast, x.sub(numKeyBlocks, c1));
-    // Pingpong: every turn taken was passed, except the last warpgroup's
-    // last (its first-turn gift to the first warpgroup balances it).
-    if (pingpong) {
-      Value notLast = x.cmpI(arith::CmpIPredicate::ne, warpgroup,
-                             x.cstIndex(warpgroups - 1));
-      scf::IfOp::create(b, loc, notLast, [&](OpBuilder &ib, Location il) {
-        FragmentBuilder y(ib, il, x.elt);
-        passTurn(y);
-        scf::YieldOp::create(ib, il);
-      });
-    }
-    oAcc = wgmmaWait(x, 0, oAcc);
-    scf::YieldOp::create(b, loc, toTiles(x, oAcc));
-    b.setInsertionPointToStart(last.elseBlock());
-    scf::YieldOp::create(b, loc,
-                         ValueRange(loop.getResults().slice(0, oTiles)));
-  }
-  if (!ks.tma)
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  // Epilogue: o = O / l, lse = m ln 2 + ln l.
-  SmallVector<Value> oFinal(last.getResults());
-  if (!ks.tmaStoreO()) {
-    for (int64_t h = 0; h < 2; ++h)
-      storeForwardRow(
-          fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
-          [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2);
-  } else {
-    // tmaStoreO: warp i's rows [16 i, 16 i + 16) of box c of the Q tile
-    // (boxes of 64 columns x blockM rows, 128-byte swizzle) take its rows
-    // of o: row r, 16-byte chunk a at 128 r + 16 (a ^ r % 8). Value pair
-    // n8 slice n of row g + 8h: box n / 8, chunk n % 8, bytes 4t.
-    // The thread and block indices are read again here: carried across
-    // the key loop they cost the 12-warp D 64 kernel a spill.
-    const int64_t boxBytes = blockM * 128;
-    auto special = [&](StringRef reg) { return readSpecialRegister(fb, reg); };
-    auto shrI32 = [&](Value a, int64_t c) -> Value {
-      return arith::ShRUIOp::create(b, loc, a, cstI32(fb, c));
-    };
-    auto andI32 = [&](Value a, int64_t c) -> Value {
-      return arith::AndIOp::create(b, loc, a, cstI32(fb, c));
-    };
-    Value tid32 = special("%tid.x");
-    Value lane32 = andI32(tid32, 31);
-    Value block32 = rereadQueryBlockIndex(fb, ks.causal);
-    Value warpRow32 = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, block32, cstI32(fb, blockM)),
-        arith::MulIOp::create(b, loc, shrI32(tid32, 5), cstI32(fb, 16)));
-    Value warpBase = arith::AddIOp::create(
-        b, loc, shared.addr,
-        arith::AddIOp::create(b, loc, cstI32(fb, layout.qOffset),
-                              arith::MulIOp::create(b, loc, shrI32(tid32, 5),
-                                                    cstI32(fb, 16 * 128))));
-    // Thread (g, t): row g (+ 8h) at 128 g, bytes 4t of its chunks; the
-    // chunk a address, threadBase + 16 (a ^ g), is made inside each
-    // store's PTX, so that two address registers are live, not eight.
-    Value g32 = shrI32(lane32, 2);
-    Value threadBase = arith::AddIOp::create(
-        b, loc, warpBase,
-        arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, g32, cstI32(fb, 128)),
-            arith::MulIOp::create(b, loc, andI32(lane32, 3), cstI32(fb, 4))));
-    Value g16 = arith::MulIOp::create(b, loc, g32, cstI32(fb, 16));
-    for (int64_t h = 0; h < 2; ++h) {
-      auto stage = [&](FragmentBuilder &x, Value inv) {
-        Value splat =
-            vector::BroadcastOp::create(x.b, x.loc, x.vec({2}, f32), inv);
-        for (auto [n, tile] : llvm::enumerate(oFinal)) {
-          Value pair =
-              arith::TruncFOp::create(x.b, x.loc, x.vec({2}, ks.elt),
-                                      x.mulF(x.extract(tile, {h}), splat));
-          Value word =
-              vector::BitCastOp::create(x.b, x.loc, x.vec({1}, i32), pair);
-          inlinePtx(x,
-                    "{\n.reg .b32 a;\nxor.b32 a, $1, " +
-                        std::to_string(16 * (n % 8)) +
-                        ";\nadd.u32 a, a, $0;\nst.shared.b32 [a+" +
-                        std::to_string((n / 8) * boxBytes + h * 1024) +
-                        "], $2;\n}",
-                    {}, ValueRange{threadBase, g16, x.extract(word, {0})});
-        }
+      // tmaStoreO: warp i's rows [16 i, 16 i + 16) of box c of the Q tile
+      // (boxes of 64 columns x blockM rows, 128-byte swizzle) take its rows
+      // of o: row r, 16-byte chunk a at 128 r + 16 (a ^ r % 8). Value pair
+      // n8 slice n of row g + 8h: box n / 8, chunk n % 8, bytes 4t.
+      // The thread and block indices are read again here: carried across
+      // the key loop they cost the 12-warp D 64 kernel a spill.
+      const int64_t boxBytes = blockM * 128;
+      auto special = [&](StringRef reg) {
+        return readSpecialRegister(fb, reg);
       };
-      storeForwardRow(
-          fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
-          [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2, stage);
-    }
-    // Visible to the async proxy, then lane 0 stores the warp's boxes
-    // (rows past Tq are outside o's map and not written; a warp whose
-    // rows all are issues nothing) and waits until they were read out of
-    // workgroup memory before the block may exit.
-    inlinePtx(fb, "fence.proxy.async.shared::cta;\nbar.warp.sync -1;", {},
-              ValueRange{});
-    Value issue = arith::AndIOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane32,
-                              cstI32(fb, 0)),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, warpRow32,
-                              toI32(fb, tq)));
-    scf::IfOp::create(b, loc, issue, [&](OpBuilder &ib, Location il) {
-      FragmentBuilder y(ib, il, fb.elt);
-      for (int64_t c = 0; c < ks.dv / 64; ++c)
+      auto shrI32 = [&](Value a, int64_t c) -> Value {
+        return arith::ShRUIOp::create(b, loc, a, cstI32(fb, c));
+      };
+      auto andI32 = [&](Value a, int64_t c) -> Value {
+        return arith::AndIOp::create(b, loc, a, cstI32(fb, c));
+      };
+      Value tid32 = special("%tid.x");
+      Value lane32 = andI32(tid32, 31);
+      Value block32 = rereadTileQueryBlock(fb);
+      Value warpRow32 = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, block32, cstI32(fb, blockM)),
+          arith::MulIOp::create(b, loc, shrI32(tid32, 5), cstI32(fb, 16)));
+      Value warpBase = arith::AddIOp::create(
+          b, loc, shared.addr,
+          arith::AddIOp::create(
+              b, loc, cstI32(fb, layout.qOffset + qBuffer * qTileBytes),
+              arith::MulIOp::create(b, loc, shrI32(tid32, 5),
+                                    cstI32(fb, 16 * 128))));
+      // Thread (g, t): row g (+ 8h) at 128 g, bytes 4t of its chunks; the
+      // chunk a address, threadBase + 16 (a ^ g), is made inside each
+      // store's PTX, so that two address registers are live, not eight.
+      Value g32 = shrI32(lane32, 2);
+      Value threadBase = arith::AddIOp::create(
+          b, loc, warpBase,
+          arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, g32, cstI32(fb, 128)),
+              arith::MulIOp::create(b, loc, andI32(lane32, 3), cstI32(fb, 4))));
+      Value g16 = arith::MulIOp::create(b, loc, g32, cstI32(fb, 16));
+      for (int64_t h = 0; h < 2; ++h) {
+        auto stage = [&](FragmentBuilder &x, Value inv) {
+          Value splat =
+              vector::BroadcastOp::create(x.b, x.loc, x.vec({2}, f32), inv);
+          for (auto [n, tile] : llvm::enumerate(oFinal)) {
+            Value pair =
+                arith::TruncFOp::create(x.b, x.loc, x.vec({2}, ks.elt),
+                                        x.mulF(x.extract(tile, {h}), splat));
+            Value word =
+                vector::BitCastOp::create(x.b, x.loc, x.vec({1}, i32), pair);
+            inlinePtx(x,
+                      "{\n.reg .b32 a;\nxor.b32 a, $1, " +
+                          std::to_string(16 * (n % 8)) +
+                          ";\nadd.u32 a, a, $0;\nst.shared.b32 [a+" +
+                          std::to_string((n / 8) * boxBytes + h * 1024) +
+                          "], $2;\n}",
+                      {}, ValueRange{threadBase, g16, x.extract(word, {0})});
+          }
+        };
+        storeForwardRow(
+            fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+            [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2, stage);
+      }
+      // Visible to the async proxy, then lane 0 stores the warp's boxes
+      // (rows past Tq are outside o's map and not written; a warp whose
+      // rows all are issues nothing) and waits until they were read out of
+      // workgroup memory before the block may exit.
+      inlinePtx(fb, "fence.proxy.async.shared::cta;\nbar.warp.sync -1;", {},
+                ValueRange{});
+      Value issue = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane32,
+                                cstI32(fb, 0)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, warpRow32,
+                                toI32(fb, tq)));
+      scf::IfOp::create(b, loc, issue, [&](OpBuilder &ib, Location il) {
+        FragmentBuilder y(ib, il, fb.elt);
+        for (int64_t c = 0; c < ks.dv / 64; ++c)
+          inlinePtx(y,
+                    "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group "
+                    "[$0, {$1, $2, $3}], [$4];",
+                    {},
+                    ValueRange{oMap, cstI32(y, 64 * c), warpRow32,
+                               special("%ctaid.y"),
+                               arith::AddIOp::create(ib, il, warpBase,
+                                                     cstI32(y, c * boxBytes))});
+        // With two tiles per block, the reads are waited for once, after
+        // the last tile.
         inlinePtx(y,
-                  "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group "
-                  "[$0, {$1, $2, $3}], [$4];",
-                  {},
-                  ValueRange{oMap, cstI32(y, 64 * c), warpRow32,
-                             special("%ctaid.y"),
-                             arith::AddIOp::create(ib, il, warpBase,
-                                                   cstI32(y, c * boxBytes))});
-      inlinePtx(y,
-                "cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;",
-                {}, ValueRange{});
-      scf::YieldOp::create(ib, il);
-    });
+                  tiles == 1 ? "cp.async.bulk.commit_group;\n"
+                               "cp.async.bulk.wait_group.read 0;"
+                             : "cp.async.bulk.commit_group;",
+                  {}, ValueRange{});
+        scf::YieldOp::create(ib, il);
+      });
+    }
+  };
+  emitTile();
+  if (tiles == 2) {
+    TileValues tile0 = saveTile();
+    auto second = scf::IfOp::create(b, loc, secondTileExists(fb),
+                                    /*withElseRegion=*/false);
+    b.setInsertionPoint(second.thenBlock()->getTerminator());
+    setTile(fb, 1, tile0.numKeyBlocks);
+    emitTile();
+    b.setInsertionPointAfter(second);
+    restoreTile(tile0);
+    // The o stores of both tiles have read their workgroup memory before
+    // the block exits.
+    if (ks.tmaStoreO())
+      inlinePtx(fb, "cp.async.bulk.wait_group.read 0;", {}, ValueRange{});
   }
   if (producer)
     b.setInsertionPointAfter(consumers);

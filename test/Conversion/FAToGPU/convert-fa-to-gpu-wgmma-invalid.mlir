@@ -12,11 +12,18 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 producer-warp=1" 2>&1 | FileCheck %s --check-prefix=PRODUCERTMA
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 pingpong=1" 2>&1 | FileCheck %s --check-prefix=PINGPONG
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 pingpong=1 num-warps=4" 2>&1 | FileCheck %s --check-prefix=PINGPONG4
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=3" 2>&1 | FileCheck %s --check-prefix=TILES3
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=-1" 2>&1 | FileCheck %s --check-prefix=TILESNEG
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=TILESPRODUCER
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 pingpong=1 tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=TILESPRODUCER
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // The tensor-core kernels fold scale * log2(e) into one f32.
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" 2>&1 | FileCheck %s --check-prefix=SCALE
 
+// TILES3: error: 'fa.attention' op the wgmma kernel takes 1 or 2 query tiles per block, or 0 for its choice (tiles-per-block), got 3
+// TILESNEG: error: 'fa.attention' op the wgmma kernel takes 1 or 2 query tiles per block, or 0 for its choice (tiles-per-block), got -1
+// TILESPRODUCER: error: 'fa.attention' op two query tiles per block (tiles-per-block = 2) need the producer warpgroup (producer-warp = true) without pingpong scheduling
 // WARPS: :[[@LINE+16]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
 // BLOCKM: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64
 // DERIVED: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got block-m = 512 (num-warps not given: block-m / 16 = 32)

@@ -12,6 +12,28 @@
 // 128-key tiles; the second (D 128) two.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s --check-prefix=PRODUCER
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 pingpong=1" | FileCheck %s --check-prefix=PINGPONG
+// tiles-per-block=2: two query tiles per block (grid over 2 block_m rows),
+// a second Q buffer after the first (the K/V stages move up by one Q tile)
+// with its own "full" barrier after the K/V ones; the producer loads both
+// Q tiles, then the K/V tiles of tile 0 and of tile 1, the latter in ring
+// slots after tile 0's key blocks; the consumers build tile 1 when the
+// block has it (2x + 1 < ceil(Tq / block_m)) and wait for the o stores'
+// reads once, at the end.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=2" | FileCheck %s --check-prefix=TILES2
+// tiles-per-block=0 (fa-to-ptx's default): two tiles for the D 128 kernel
+// (two consumer warpgroups), one for the 12-warp D 64 kernel; one again
+// for D 128 when the second Q buffer does not fit max-shared-bytes.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=196608 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESFIT
+// TILESAUTO-LABEL: module attributes
+// TILESAUTO-SAME: grid = ["ceil_div(seqlen_q,block_m)", "batch", "1"]
+// TILESAUTO-LABEL: module attributes
+// TILESAUTO-SAME: grid = ["ceil_div(seqlen_q,256)", "batch", "1"]
+// TILESAUTO-SAME: shared_bytes = 196688 : i64
+// TILESFIT-LABEL: module attributes
+// TILESFIT-LABEL: module attributes
+// TILESFIT-SAME: grid = ["ceil_div(seqlen_q,block_m)", "batch", "1"]
+// TILESFIT-SAME: shared_bytes = 163912 : i64
 // CPASYNC-NOT: tensor_map
 // CPASYNC: nvgpu.device_async_copy
 // CPASYNC-NOT: cp.async.bulk.tensor
@@ -232,6 +254,44 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PINGPONG: "bar.arrive $0, 256;"
 // PINGPONG-NEXT: }
 // PINGPONG: gpu.return
+// TILES2-LABEL: module attributes
+// TILES2-SAME: grid = ["ceil_div(seqlen_q,384)", "batch", "1"]
+// TILES2-LABEL: module attributes
+// TILES2-SAME: grid = ["ceil_div(seqlen_q,256)", "batch", "1"]
+// TILES2-SAME: shared_bytes = 196688 : i64
+// TILES2-COUNT-5: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TILES2-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], 256;"
+// TILES2-NEXT: arith.constant 196680 : i32
+// TILES2: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TILES2-NEXT: "fence.mbarrier_init.release.cluster;"
+// TILES2: "setmaxnreg.dec.sync.aligned.u32 24;"
+// TILES2: arith.constant 196608 : i32
+// TILES2: mbarrier.arrive.expect_tx
+// TILES2: cp.async.bulk.tensor.3d.shared::cluster.global.tile
+// TILES2: %[[TILES:.+]] = arith.ceildivsi %dim, %c128
+// TILES2: %[[TWICE:.+]] = arith.muli %block_id_x{{.*}}, %c2
+// TILES2-NEXT: %[[ROW1:.+]] = arith.addi %[[TWICE]], %c1
+// TILES2-NEXT: %[[SECOND:.+]] = arith.cmpi slt, %[[ROW1]], %[[TILES]]
+// TILES2: %[[BLOCKS1:.+]] = arith.select %[[SECOND]], %{{.+}}, %c0
+// TILES2: arith.constant 196680 : i32
+// TILES2: arith.constant 32768 : i32
+// TILES2: mbarrier.arrive.expect_tx
+// TILES2: scf.for %{{.+}} = %{{.+}} to %[[BLOCKS0:.+]] step
+// TILES2: scf.for %[[JB:.+]] = %{{.+}} to %[[BLOCKS1]] step
+// TILES2-NEXT: %[[SLOT:.+]] = arith.addi %[[BLOCKS0]], %[[JB]]
+// TILES2-NEXT: arith.constant 2 : index
+// TILES2-NEXT: arith.remui %[[SLOT]]
+// TILES2: "setmaxnreg.inc.sync.aligned.u32 240;"
+// TILES2-NOT: @p exit
+// TILES2: "cp.async.bulk.commit_group;"
+// TILES2-NOT: wait_group.read
+// TILES2: scf.if
+// TILES2: arith.constant 196680 : i32
+// TILES2: mbarrier.try_wait.parity
+// TILES2: "cp.async.bulk.commit_group;"
+// TILES2: "cp.async.bulk.wait_group.read 0;"
+// TILES2-NEXT: }
+// TILES2-NEXT: gpu.return
 func.func @f16_d128(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
   return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>

@@ -95,6 +95,18 @@ struct AttentionKernelOptions {
   /// With producerWarp and two or more warpgroups: the consumer warpgroups
   /// take turns issuing their products (pingpong scheduling).
   bool pingpong = false;
+  /// TMA wgmma forward with producerWarp, without pingpong: query tiles
+  /// (block_m rows each) per GPU block, 1 or 2. With 2, block x computes
+  /// two tiles one after the other (without a mask 2x and 2x + 1; with a
+  /// causal mask the pair n - 1 - x and x of the n query tiles, so that
+  /// every block sees about n + 1 key blocks), Q double-buffered: the
+  /// producer loads the second tile's Q and first K/V stages while the
+  /// consumers finish the first tile (its last P V and o stores), so that
+  /// half the blocks' launches and prologue loads are hidden. The grid
+  /// is ceil(Tq / (2 block_m)) x batch. 0: 2 for the producer kernel with
+  /// two consumer warpgroups at head dims above 64 (measured faster on the
+  /// H200) when both Q buffers fit maxSharedBytes, else 1.
+  int64_t tilesPerBlock = 1;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.
