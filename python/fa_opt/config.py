@@ -19,6 +19,7 @@ concrete call to a config, i.e. decides the shape bucket:
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
@@ -196,11 +197,15 @@ class CompileOptions:
                 raise TypeError(f"{name} must be True, False or None, got "
                                 f"{value!r}")
         tiles = self.tiles_per_block
-        if tiles is not None and (isinstance(tiles, bool)
-                                  or not isinstance(tiles, int)
-                                  or tiles not in (0, 1, 2)):
-            raise TypeError("tiles_per_block must be 0, 1, 2 or None, got "
-                            f"{tiles!r}")
+        if tiles is not None:
+            if isinstance(tiles, bool) or not isinstance(tiles,
+                                                         numbers.Integral):
+                raise TypeError("tiles_per_block must be an integer (0, 1 "
+                                f"or 2) or None, got {tiles!r}")
+            if tiles not in (0, 1, 2):
+                raise ValueError("tiles_per_block must be 0, 1 or 2, got "
+                                 f"{tiles!r}")
+            object.__setattr__(self, "tiles_per_block", int(tiles))
         if tiles == 2 and self.producer_warp is False:
             raise ValueError("tiles_per_block=2 needs the producer "
                              "warpgroup: it cannot be combined with "

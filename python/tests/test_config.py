@@ -82,9 +82,13 @@ def test_compile_options_command_line():
                                 "tiles-per-block=0"]
     assert CompileOptions(
         **CompileOptions(tiles_per_block=1).to_dict()).tiles_per_block == 1
-    for bad in (3, -1, True, "2", 2.0):
-        with pytest.raises(TypeError,
-                           match="tiles_per_block must be 0, 1, 2 or None"):
+    for bad in (True, "2", 2.0):
+        with pytest.raises(TypeError, match="tiles_per_block must be an "
+                           "integer"):
+            CompileOptions(tiles_per_block=bad)
+    for bad in (3, -1):
+        with pytest.raises(ValueError,
+                           match="tiles_per_block must be 0, 1 or 2"):
             CompileOptions(tiles_per_block=bad)
     with pytest.raises(ValueError, match="tiles_per_block=2 needs the "
                        "producer warpgroup"):

@@ -326,11 +326,13 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "that blocks see about equal key counts), with Q in two "
            "buffers: the producer loads the second tile's Q and first K/V "
            "tiles while the consumers finish the first; grid "
-           "ceil(Tq / (2 block-m)) x batch. 0: 2 where it measured faster "
+           "ceil(Tq / (2 block-m)) x batch; the default block-n search "
+           "counts the second Q buffer. 0: 2 where it measured faster "
            "(producer-warp, no pingpong, two consumer warpgroups, head "
-           "dims above 64, both Q buffers within max-shared-bytes), else "
-           "1. Other values, or 2 without producer-warp or with pingpong: "
-           "an error">,
+           "dims above 64, both Q buffers within max-shared-bytes, Tk "
+           "dynamic or over five key blocks), else 1. Other values, or 2 "
+           "without producer-warp or with pingpong: an error; ignored by "
+           "ops that take another kernel">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

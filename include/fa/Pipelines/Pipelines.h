@@ -128,7 +128,8 @@ struct FAToPTXPipelineOptions
                      "double-buffered, the second tile's loads overlap the "
                      "first tile's end), or 0: 2 for two consumer "
                      "warpgroups at head dims above 64 (the default D 128 "
-                     "kernels), else 1 (convert-fa-to-gpu); other values, "
+                     "kernels) unless Tk is static with at most five key "
+                     "blocks, else 1 (convert-fa-to-gpu); other values, "
                      "or 2 without producer-warp or with pingpong: an "
                      "error"),
       llvm::cl::init(0)};

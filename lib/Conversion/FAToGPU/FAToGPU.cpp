@@ -248,7 +248,10 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.pingpong = options.pingpong;
   // tiles-per-block 0: two tiles where they measured faster (H200, bf16,
   // docs/PERFORMANCE.md nineteenth run): the producer kernel with two
-  // consumer warpgroups at head dims above 64, when both Q buffers fit.
+  // consumer warpgroups at head dims above 64, when both Q buffers fit and
+  // Tk is dynamic or over five key blocks (with a static Tk of two key
+  // blocks the two-tile kernel spilled 230-264 bytes, with four or five
+  // 4 bytes).
   const bool autoTiles = options.tilesPerBlock == 0;
   const int64_t preferredTiles =
       autoTiles ? (producerWarp && !options.pingpong && warps == 8 &&
@@ -269,12 +272,14 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
       stageCounts = {options.stages};
     else if (options.tma && blockN == 128)
       stageCounts = {2};
+    const bool fewKeyBlocks =
+        !ShapedType::isDynamic(ks.tk) && llvm::divideCeil(ks.tk, blockN) <= 5;
     for (int64_t stages : stageCounts) {
       ks.wgmmaStages = stages;
       // The automatic two tiles fall back to one when the second Q buffer
       // does not fit.
-      for (int64_t tiles = preferredTiles; tiles >= 1;
-           tiles = autoTiles ? tiles - 1 : 0) {
+      for (int64_t tiles = autoTiles && fewKeyBlocks ? 1 : preferredTiles;
+           tiles >= 1; tiles = autoTiles ? tiles - 1 : 0) {
         ks.tilesPerBlock = tiles;
         sharedBytes =
             gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))
@@ -285,9 +290,11 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     }
   }
   return op.emitOpError("the wgmma kernel's tiles (block-m = ")
-         << blockM << ", block-n = " << ks.blockN << ", "
-         << ks.wgmmaStages << " K/V stages) take "
-         << sharedBytes << overSharedLimit(options.maxSharedBytes);
+         << blockM << ", block-n = " << ks.blockN << ", " << ks.wgmmaStages
+         << " K/V stages"
+         << (ks.tilesPerBlock == 2 ? ", two Q buffers for tiles-per-block = 2"
+                                   : "")
+         << ") take " << sharedBytes << overSharedLimit(options.maxSharedBytes);
 }
 
 /// Completes `ks` for the tensor-core kernel: the block shape from the
@@ -913,6 +920,13 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       emitError(module.getLoc(), "convert-fa-to-gpu: expected stages 2 or "
                                  "3, or 0 for the default, got ")
           << options.stages;
+      return signalPassFailure();
+    }
+    if (options.tilesPerBlock < 0 || options.tilesPerBlock > 2) {
+      emitError(module.getLoc(), "convert-fa-to-gpu: expected "
+                                 "tiles-per-block 1 or 2, or 0 for the "
+                                 "kernel's choice, got ")
+          << options.tilesPerBlock;
       return signalPassFailure();
     }
     if (options.maxSharedBytes < 1) {

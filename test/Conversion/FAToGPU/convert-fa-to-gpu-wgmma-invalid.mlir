@@ -15,14 +15,18 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=3" 2>&1 | FileCheck %s --check-prefix=TILES3
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=-1" 2>&1 | FileCheck %s --check-prefix=TILESNEG
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=TILESPRODUCER
+// The value is checked even where no op takes the wgmma kernel.
+// RUN: not fa-opt %s -convert-fa-to-gpu="tiles-per-block=3" 2>&1 | FileCheck %s --check-prefix=TILES3
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=2 block-n=128 stages=3 max-shared-bytes=232448" 2>&1 | FileCheck %s --check-prefix=TILESSMEM
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 pingpong=1 tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=TILESPRODUCER
 // fa-to-ptx passes its options on (wgmma is its default on sm_90a).
 // RUN: not fa-opt %s --fa-to-ptx="num-warps=6" 2>&1 | FileCheck %s --check-prefix=WARPS
 // The tensor-core kernels fold scale * log2(e) into one f32.
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" 2>&1 | FileCheck %s --check-prefix=SCALE
 
-// TILES3: error: 'fa.attention' op the wgmma kernel takes 1 or 2 query tiles per block, or 0 for its choice (tiles-per-block), got 3
-// TILESNEG: error: 'fa.attention' op the wgmma kernel takes 1 or 2 query tiles per block, or 0 for its choice (tiles-per-block), got -1
+// TILES3: error: convert-fa-to-gpu: expected tiles-per-block 1 or 2, or 0 for the kernel's choice, got 3
+// TILESNEG: error: convert-fa-to-gpu: expected tiles-per-block 1 or 2, or 0 for the kernel's choice, got -1
+// TILESSMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 128, 3 K/V stages, two Q buffers for tiles-per-block = 2) take 262256 bytes of workgroup memory
 // TILESPRODUCER: error: 'fa.attention' op two query tiles per block (tiles-per-block = 2) need the producer warpgroup (producer-warp = true) without pingpong scheduling
 // WARPS: :[[@LINE+16]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
 // BLOCKM: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64

@@ -25,6 +25,15 @@
 // for D 128 when the second Q buffer does not fit max-shared-bytes.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=196608 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESFIT
+// A static Tk of at most five key blocks keeps one tile too (two spilled
+// there); two given explicitly stay two.
+// RUN: sed -e 's/?x?x128xf16/2x512x128xf16/g' -e 's/tensor<?x?xf32>/tensor<2x512xf32>/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESFIT
+// RUN: sed -e 's/?x?x128xf16/2x768x128xf16/g' -e 's/tensor<?x?xf32>/tensor<2x768xf32>/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
+// RUN: sed -e 's/?x?x128xf16/2x512x128xf16/g' -e 's/tensor<?x?xf32>/tensor<2x512xf32>/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=2" | FileCheck %s --check-prefix=TILESTWO
+// TILESTWO-LABEL: module attributes
+// TILESTWO-LABEL: module attributes
+// TILESTWO-SAME: grid = ["ceil_div(seqlen_q,256)", "batch", "1"]
+// TILESTWO-SAME: seqlen_k = 512 : i64
 // TILESAUTO-LABEL: module attributes
 // TILESAUTO-SAME: grid = ["ceil_div(seqlen_q,block_m)", "batch", "1"]
 // TILESAUTO-LABEL: module attributes

@@ -105,7 +105,8 @@ struct AttentionKernelOptions {
   /// half the blocks' launches and prologue loads are hidden. The grid
   /// is ceil(Tq / (2 block_m)) x batch. 0: 2 for the producer kernel with
   /// two consumer warpgroups at head dims above 64 (measured faster on the
-  /// H200) when both Q buffers fit maxSharedBytes, else 1.
+  /// H200) when both Q buffers fit maxSharedBytes and Tk is dynamic or
+  /// over five key blocks (two tiles spilled with fewer), else 1.
   int64_t tilesPerBlock = 1;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
