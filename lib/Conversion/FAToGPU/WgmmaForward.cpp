@@ -101,7 +101,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // barrier after the split) and without pingpong's turns.
   // Query tiles per block (ks.tilesPerBlock, 1 or 2; 2 only with the
   // producer and without pingpong): the tile being built is the one whose
-  // values queryBlock ... qBase below hold (setTile moves them).
+  // values i0 ... qBase below hold (setTile moves them).
   const int64_t tiles = ks.tilesPerBlock;
   const bool idleExit = producer && !pingpong && warpgroups > 1 && tiles == 1;
   // Registers move from the producer warpgroup to the consumers unless the
@@ -212,31 +212,27 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // Moves the tile values above to tile r (built at x's insertion point);
   // tile 1's ring slots follow tile 0's key blocks (`tile0KeyBlocks`).
   auto setTile = [&](FragmentBuilder &x, int64_t r, Value tile0KeyBlocks) {
-    queryBlock = tileQueryBlock(x, r);
-    i0 = x.mul(queryBlock, x.cstIndex(blockM));
+    i0 = x.mul(tileQueryBlock(x, r), x.cstIndex(blockM));
     warpRow0 = x.add(i0, x.mul(warp, x.cstIndex(16)));
-    kvEnd = visibleKeys(x, ks.causal, i0, blockM, tq, tk).kvEnd;
-    numKeyBlocks =
-        arith::CeilDivSIOp::create(x.b, x.loc, kvEnd, x.cstIndex(blockN));
+    numKeyBlocks = arith::CeilDivSIOp::create(
+        x.b, x.loc, visibleKeys(x, ks.causal, i0, blockM, tq, tk).kvEnd,
+        x.cstIndex(blockN));
     anyBlock = x.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, x.cstIndex(0));
     qBuffer = r;
     qBase = makeQBase(x);
     ringBase = r == 0 ? Value() : tile0KeyBlocks;
   };
   struct TileValues {
-    Value queryBlock, i0, warpRow0, kvEnd, numKeyBlocks, anyBlock, qBase,
-        ringBase;
+    Value i0, warpRow0, numKeyBlocks, anyBlock, qBase, ringBase;
     int64_t qBuffer;
   };
   auto saveTile = [&] {
-    return TileValues{queryBlock, i0,    warpRow0, kvEnd,  numKeyBlocks,
-                      anyBlock,   qBase, ringBase, qBuffer};
+    return TileValues{i0,    warpRow0, numKeyBlocks, anyBlock,
+                      qBase, ringBase, qBuffer};
   };
   auto restoreTile = [&](const TileValues &t) {
-    queryBlock = t.queryBlock;
     i0 = t.i0;
     warpRow0 = t.warpRow0;
-    kvEnd = t.kvEnd;
     numKeyBlocks = t.numKeyBlocks;
     anyBlock = t.anyBlock;
     qBase = t.qBase;
