@@ -23,7 +23,14 @@ Phases, in this order, under one wall-clock budget (--budget seconds):
    (from the same kernel at a smaller T) does not fit the remaining budget,
    or is over --ours-max-call-seconds, or has T over --ours-max-seqlen, is
    skipped with a note;
-4. FlexAttention (torch.compile(flex_attention), causal through a block
+4. paired (--paired-rounds R, default 3; 0 skips it): per config, ours
+   and SDPA cudnn again, forward and backward, in R alternating rounds
+   (ours, cudnn, then cudnn, ours, ...), so that both see the same clock
+   and power state; the ratio of the two medians of each round, median
+   over the rounds. Under sustained load the H200 runs at its 700 W cap
+   with clocks that depend on what ran before (docs/PERFORMANCE.md), which
+   phases 2 and 3, minutes apart, do not control for;
+5. FlexAttention (torch.compile(flex_attention), causal through a block
    mask), one compile per (dtype, D, causal), in priority order bf16 before
    f16, D 128 before 64, until the budget runs out; a compile failure is
    recorded as a note and the rest is skipped cleanly.
@@ -94,6 +101,7 @@ class Config:
         self.bwd_flops = 2.5 * self.fwd_flops
         self.result = {"fwd": {}, "bwd": {}}
         self.check = None
+        self.paired = {}  # pass -> {"ratio": ours / cudnn, "rounds": [...]}
         self.notes = []
 
     @property
@@ -149,7 +157,7 @@ class Config:
                 "bwd": self.result["bwd"],
                 "ratio_fwd": {b: self.ratio("fwd", b) for b in BASELINES},
                 "ratio_bwd": {b: self.ratio("bwd", b) for b in BASELINES},
-                "notes": self.notes}
+                "paired": self.paired, "notes": self.notes}
 
 
 def make_grid(args):
@@ -449,6 +457,84 @@ def phase_sdpa(args, grid, device, clock, stop_at):
         del q, k, v, do, qg, kg, vg
 
 
+PAIRED_BACKEND = "cudnn"
+
+
+def phase_paired(args, impl, grid, device, clock, stop_at):
+    """Ours against SDPA cudnn in alternating rounds, per config and pass,
+    where both were timed in their phases: each round times both (the
+    order flips every round) with as many calls as fill --target-ms / 2
+    (3 to 20); the round's ratio is cudnn's median ms over ours; the
+    result, the median of the rounds' ratios, goes to cfg.paired[pass]."""
+    from torch.nn.attention import sdpa_kernel
+    be = PAIRED_BACKEND
+    for cfg in grid:
+        ready = [pas for pas in ("fwd", "bwd")
+                 if cfg.tflops(pas, "ours") and cfg.tflops(pas, be)]
+        if not ready:
+            continue
+        # The calls' time at the phases' medians: 3 to 20 calls of each
+        # per round, plus the warm-ups and one recorded forward.
+        ms_of = [cfg.result[pas][name]["ms"] for pas in ready
+                 for name in ("ours", be)]
+        est = sum(args.paired_rounds * min(max(3 * x, args.target_ms / 2),
+                                           20 * x) + 2 * x for x in ms_of)
+        if clock.elapsed() + est / 1e3 + 0.5 > stop_at:
+            cfg.notes.append("paired: skipped, out of time")
+            continue
+        q, k, v, do = cfg.inputs(device)
+        qg, kg, vg = (x.detach().clone().requires_grad_(True)
+                      for x in (q, k, v))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                o, lse = impl.forward(q, k, v, cfg.causal)
+                with sdpa_kernel([sdpa_backend(be)]):
+                    og = F.scaled_dot_product_attention(
+                        qg, kg, vg, is_causal=cfg.causal)
+
+                def sdpa_fwd():
+                    with sdpa_kernel([sdpa_backend(be)]), torch.no_grad():
+                        F.scaled_dot_product_attention(q, k, v,
+                                                       is_causal=cfg.causal)
+                calls = {
+                    ("fwd", "ours"): lambda: impl.forward(q, k, v,
+                                                          cfg.causal),
+                    ("fwd", be): sdpa_fwd,
+                    ("bwd", "ours"): lambda: impl.backward(
+                        q, k, v, o, lse, do, cfg.causal),
+                    ("bwd", be): lambda: torch.autograd.grad(
+                        og, (qg, kg, vg), do, retain_graph=True)}
+                for pas in ready:
+                    pair = [("ours", calls[(pas, "ours")]),
+                            (be, calls[(pas, be)])]
+                    for _, fn in pair:  # warm-up
+                        fn()
+                    sync(device)
+                    reps = {name: int(min(20, max(3, args.target_ms / 2 / max(
+                        cfg.result[pas][name]["ms"], 1e-3))))
+                        for name, _ in pair}
+                    ratios = []
+                    for r in range(args.paired_rounds):
+                        ms = {}
+                        for name, fn in (pair if r % 2 == 0 else pair[::-1]):
+                            ms[name] = statistics.median(
+                                time_calls(fn, reps[name], device))
+                        ratios.append(ms[be] / ms["ours"])
+                    cfg.paired[pas] = {"ratio": statistics.median(ratios),
+                                       "rounds": [round(x, 4)
+                                                  for x in ratios],
+                                       "backend": be}
+                del og, o, lse
+        except Exception as err:
+            cfg.notes.append(f"paired: {type(err).__name__}: "
+                             f"{str(err).splitlines()[0][:200]}")
+        log(f"  paired {cfg.name:24s} " + "  ".join(
+            f"{pas} ours/{be} {fmt_r((cfg.paired.get(pas) or {}).get('ratio'))}"
+            for pas in ("fwd", "bwd")))
+        del q, k, v, do, qg, kg, vg
+
+
 def fmt_t(x):
     return "-" if x is None else (f"{x:.0f}" if x >= 10 else f"{x:.2f}")
 
@@ -683,6 +769,7 @@ def write_csv(path, grid):
             cols += [f"{pas}_{impl}_ms", f"{pas}_{impl}_tflops"]
         for be in BASELINES:
             cols.append(f"{pas}_ours_over_{be}")
+        cols.append(f"{pas}_ours_over_{PAIRED_BACKEND}_paired")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -696,6 +783,7 @@ def write_csv(path, grid):
                     row += [_num(e.get("ms")), _num(e.get("tflops"))]
                 for be in BASELINES:
                     row.append(_num(c.ratio(pas, be)))
+                row.append(_num((c.paired.get(pas) or {}).get("ratio")))
             w.writerow(row)
 
 
@@ -786,6 +874,10 @@ def summary(grid):
         for be in BASELINES:
             out[f"{pas}_ours_over_{be}_geomean"] = geomean(
                 [c.ratio(pas, be) for c in grid])
+        paired = [(c.paired.get(pas) or {}).get("ratio") for c in grid]
+        out[f"{pas}_ours_over_{PAIRED_BACKEND}_paired_geomean"] = geomean(
+            paired)
+        out[f"{pas}_paired_configs"] = len([x for x in paired if x])
         for impl in IMPLS:
             vals = [c.tflops(pas, impl) for c in grid if c.tflops(pas, impl)]
             out[f"{pas}_{impl}_tflops_max"] = max(vals) if vals else None
@@ -813,8 +905,9 @@ def markdown(path):
         out.append(f"{title}, TFLOP/s and ours / backend:\n")
         out.append("| dtype | D | T | causal | check | ours | "
                    + " | ".join(names[b] for b in BASELINES) + " | "
-                   + " | ".join(f"/{names[b]}" for b in BASELINES) + " |")
-        out.append("|" + " --- |" * (5 + 1 + 2 * len(BASELINES)))
+                   + " | ".join(f"/{names[b]}" for b in BASELINES)
+                   + f" | /{PAIRED_BACKEND} paired |")
+        out.append("|" + " --- |" * (5 + 2 + 2 * len(BASELINES)))
         for c in data["configs"]:
             chk = "-" if not c["check"] else ("pass" if c["check"]["pass"]
                                               else "FAIL")
@@ -824,6 +917,7 @@ def markdown(path):
                 f"{t(c[pas].get('ours'))} | "
                 + " | ".join(t(c[pas].get(b)) for b in BASELINES) + " | "
                 + " | ".join(r(c[f'ratio_{pas}'].get(b)) for b in BASELINES)
+                + f" | {r(((c.get('paired') or {}).get(pas) or {}).get('ratio'))}"
                 + " |")
         out.append("")
     return "\n".join(out)
@@ -860,6 +954,11 @@ def main():
     p.add_argument("--ours-target-seconds", type=float, default=1.5,
                    help="timed seconds per config for ours (fwd + bwd)")
     p.add_argument("--ours-max-reps", type=int, default=5)
+    p.add_argument("--paired-rounds", type=int, default=3,
+                   help="alternating rounds of ours vs SDPA cudnn per config "
+                        "(0: no paired phase)")
+    p.add_argument("--paired-reserve", type=float, default=45.0,
+                   help="seconds kept for the paired phase")
     p.add_argument("--ours-max-seqlen", type=int, default=0,
                    help="skip ours above this T (0: none)")
     p.add_argument("--ours-max-call-seconds", type=float, default=0,
@@ -932,6 +1031,9 @@ def main():
                            "abs err <= lse_tol, each of o/dq/dk/dv rel. err "
                            "<= ratio x SDPA's on the same slice + 1e-6",
                   "sdpa_bwd": "torch.autograd.grad of a recorded forward",
+                  "paired": "ours vs SDPA cudnn per config and pass in "
+                            "--paired-rounds alternating rounds; ratio = "
+                            "median over rounds of cudnn ms / ours ms",
                   "flex": "torch.compile(flex_attention), causal through "
                           "create_block_mask; forward timed on "
                           "grad-recording inputs"},
@@ -977,9 +1079,14 @@ def main():
     phase("sdpa", lambda: phase_sdpa(
         args, grid, device, clock,
         args.budget - final_reserve - flex_reserve - 30))
+    paired_reserve = args.paired_reserve if args.paired_rounds > 0 else 0
     phase("ours", lambda: phase_ours(
         args, impl, grid, device, clock,
-        args.budget - final_reserve - flex_reserve, save))
+        args.budget - final_reserve - flex_reserve - paired_reserve, save))
+    if args.paired_rounds > 0:
+        phase("paired", lambda: phase_paired(
+            args, impl, grid, device, clock,
+            args.budget - final_reserve - flex_reserve))
     if args.no_flex:
         for cfg in grid:
             for pas in ("fwd", "bwd"):
@@ -1006,6 +1113,11 @@ def main():
     log("geomean ours/backend: " + "  ".join(
         f"{pas} /{be} {fmt_r(s[f'{pas}_ours_over_{be}_geomean'])}"
         for pas in ("fwd", "bwd") for be in BASELINES))
+    if args.paired_rounds > 0:
+        log(f"paired ours/{PAIRED_BACKEND} (alternating rounds): " + "  ".join(
+            f"{pas} {fmt_r(s[f'{pas}_ours_over_{PAIRED_BACKEND}_paired_geomean'])}"
+            f" on {s[f'{pas}_paired_configs']} configs"
+            for pas in ("fwd", "bwd")))
     checks = [c.check["pass"] for c in grid if c.check] + \
         [r["pass"] for r in result.get("small_check", [])]
     log(f"checks: {sum(checks)} passed, {len(checks) - sum(checks)} failed; "
