@@ -18,12 +18,12 @@ Phases, in this order, under one wall-clock budget (--budget seconds):
 3. ours, every grid config, cheapest first: first a check on the full
    problem (outputs NaN-poisoned, every element must be finite afterwards;
    o, lse, dq, dk, dv of one or two (batch, head) slices against float64,
-   next to SDPA flash's errors on the same slices), then the timing. Our
-   kernels are slow (scalar, no tensor cores): a config whose predicted time
-   (from the same kernel at a smaller T) does not fit the remaining budget,
+   next to SDPA flash's errors on the same slices), then the timing. A
+   config whose predicted time (from the same kernel at a smaller T) does
+   not fit the remaining budget,
    or is over --ours-max-call-seconds, or has T over --ours-max-seqlen, is
    skipped with a note;
-4. paired (--paired-rounds R, default 3; 0 skips it): per config, ours
+4. paired (--paired-rounds R, default 4; 0 skips it): per config, ours
    and SDPA cudnn again, forward and backward, in R alternating rounds
    (ours, cudnn, then cudnn, ours, ...), so that both see the same clock
    and power state; the ratio of the two medians of each round, median
@@ -101,7 +101,9 @@ class Config:
         self.bwd_flops = 2.5 * self.fwd_flops
         self.result = {"fwd": {}, "bwd": {}}
         self.check = None
-        self.paired = {}  # pass -> {"ratio": ours / cudnn, "rounds": [...]}
+        # pass -> {"ratio": cudnn ms / ours ms (median over the rounds),
+        # "rounds": [each round's ratio], "backend": "cudnn"}
+        self.paired = {}
         self.notes = []
 
     @property
@@ -462,77 +464,92 @@ PAIRED_BACKEND = "cudnn"
 
 def phase_paired(args, impl, grid, device, clock, stop_at):
     """Ours against SDPA cudnn in alternating rounds, per config and pass,
-    where both were timed in their phases: each round times both (the
-    order flips every round) with as many calls as fill --target-ms / 2
-    (3 to 20); the round's ratio is cudnn's median ms over ours; the
-    result, the median of the rounds' ratios, goes to cfg.paired[pass]."""
+    where both were timed in their phases: each round times both (ours
+    first in even rounds, cudnn first in odd ones) with as many calls as
+    fill --target-ms / 2 (3 to 20); the round's ratio is cudnn's median ms
+    over ours (ours' speed over cudnn's, as Config.ratio); the median of
+    the rounds' ratios goes to cfg.paired[pass]. A failure costs only its
+    config and pass (a note says why)."""
     from torch.nn.attention import sdpa_kernel
     be = PAIRED_BACKEND
     for cfg in grid:
         ready = [pas for pas in ("fwd", "bwd")
                  if cfg.tflops(pas, "ours") and cfg.tflops(pas, be)]
         if not ready:
+            cfg.notes.append(f"paired: skipped, ours or {be} not timed")
             continue
         # The calls' time at the phases' medians: 3 to 20 calls of each
-        # per round, plus the warm-ups and one recorded forward.
-        ms_of = [cfg.result[pas][name]["ms"] for pas in ready
-                 for name in ("ours", be)]
-        est = sum(args.paired_rounds * min(max(3 * x, args.target_ms / 2),
-                                           20 * x) + 2 * x for x in ms_of)
+        # per round, one warm-up each, our forward and cudnn's recorded
+        # forward for the backward.
+        est = 0.0
+        for pas in ready:
+            for name in ("ours", be):
+                x = cfg.result[pas][name]["ms"]
+                est += args.paired_rounds * min(max(3 * x, args.target_ms / 2),
+                                                20 * x) + x
+        est += cfg.result["fwd"].get("ours", {}).get("ms") or 0.0
         if clock.elapsed() + est / 1e3 + 0.5 > stop_at:
             cfg.notes.append("paired: skipped, out of time")
             continue
-        q, k, v, do = cfg.inputs(device)
-        qg, kg, vg = (x.detach().clone().requires_grad_(True)
-                      for x in (q, k, v))
+        q = k = v = do = o = lse = None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                o, lse = impl.forward(q, k, v, cfg.causal)
-                with sdpa_kernel([sdpa_backend(be)]):
-                    og = F.scaled_dot_product_attention(
-                        qg, kg, vg, is_causal=cfg.causal)
-
-                def sdpa_fwd():
-                    with sdpa_kernel([sdpa_backend(be)]), torch.no_grad():
-                        F.scaled_dot_product_attention(q, k, v,
-                                                       is_causal=cfg.causal)
-                calls = {
-                    ("fwd", "ours"): lambda: impl.forward(q, k, v,
-                                                          cfg.causal),
-                    ("fwd", be): sdpa_fwd,
-                    ("bwd", "ours"): lambda: impl.backward(
-                        q, k, v, o, lse, do, cfg.causal),
-                    ("bwd", be): lambda: torch.autograd.grad(
-                        og, (qg, kg, vg), do, retain_graph=True)}
-                for pas in ready:
-                    pair = [("ours", calls[(pas, "ours")]),
-                            (be, calls[(pas, be)])]
-                    for _, fn in pair:  # warm-up
-                        fn()
-                    sync(device)
-                    reps = {name: int(min(20, max(3, args.target_ms / 2 / max(
-                        cfg.result[pas][name]["ms"], 1e-3))))
-                        for name, _ in pair}
-                    ratios = []
-                    for r in range(args.paired_rounds):
-                        ms = {}
-                        for name, fn in (pair if r % 2 == 0 else pair[::-1]):
-                            ms[name] = statistics.median(
-                                time_calls(fn, reps[name], device))
-                        ratios.append(ms[be] / ms["ours"])
-                    cfg.paired[pas] = {"ratio": statistics.median(ratios),
-                                       "rounds": [round(x, 4)
-                                                  for x in ratios],
-                                       "backend": be}
-                del og, o, lse
+            q, k, v, do = cfg.inputs(device)
+            o, lse = impl.forward(q, k, v, cfg.causal)
+            for pas in ready:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        cfg.paired[pas] = paired_rounds(
+                            args, device, cfg, pas, be,
+                            *paired_calls(impl, cfg, pas, be, q, k, v, o,
+                                          lse, do, sdpa_kernel))
+                except Exception as err:
+                    cfg.notes.append(f"paired {pas}: {type(err).__name__}: "
+                                     f"{str(err).splitlines()[0][:200]}")
         except Exception as err:
             cfg.notes.append(f"paired: {type(err).__name__}: "
                              f"{str(err).splitlines()[0][:200]}")
+        finally:
+            del q, k, v, do, o, lse
         log(f"  paired {cfg.name:24s} " + "  ".join(
             f"{pas} ours/{be} {fmt_r((cfg.paired.get(pas) or {}).get('ratio'))}"
             for pas in ("fwd", "bwd")))
-        del q, k, v, do, qg, kg, vg
+
+
+def paired_calls(impl, cfg, pas, be, q, k, v, o, lse, do, sdpa_kernel):
+    """(ours, cudnn) callables of one pass on the config's inputs: the
+    forward, or the backward (ours on our o and lse; SDPA's as
+    torch.autograd.grad of a forward recorded here)."""
+    if pas == "fwd":
+        def sdpa_fwd():
+            with sdpa_kernel([sdpa_backend(be)]), torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v, is_causal=cfg.causal)
+        return (lambda: impl.forward(q, k, v, cfg.causal)), sdpa_fwd
+    qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+    with sdpa_kernel([sdpa_backend(be)]):
+        og = F.scaled_dot_product_attention(qg, kg, vg, is_causal=cfg.causal)
+    return ((lambda: impl.backward(q, k, v, o, lse, do, cfg.causal)),
+            (lambda: torch.autograd.grad(og, (qg, kg, vg), do,
+                                         retain_graph=True)))
+
+
+def paired_rounds(args, device, cfg, pas, be, ours_fn, other_fn):
+    """{"ratio", "rounds", "backend"}: --paired-rounds alternating rounds
+    of the two callables (see phase_paired)."""
+    pair = [("ours", ours_fn), (be, other_fn)]
+    for _, fn in pair:  # warm-up
+        fn()
+    sync(device)
+    reps = {name: int(min(20, max(3, args.target_ms / 2 / max(
+        cfg.result[pas][name]["ms"], 1e-3)))) for name, _ in pair}
+    ratios = []
+    for r in range(args.paired_rounds):
+        ms = {}
+        for name, fn in (pair if r % 2 == 0 else pair[::-1]):
+            ms[name] = statistics.median(time_calls(fn, reps[name], device))
+        ratios.append(ms[be] / ms["ours"])
+    return {"ratio": statistics.median(ratios),
+            "rounds": [round(x, 4) for x in ratios], "backend": be}
 
 
 def fmt_t(x):
@@ -887,7 +904,8 @@ def summary(grid):
 
 def markdown(path):
     """Markdown tables (forward, backward) of a bench.json: per config our
-    TFLOP/s, each backend's, and ours / backend."""
+    TFLOP/s, each backend's, ours / backend, and the paired ratio against
+    cudnn ("-" where the run has none)."""
     with open(path) as f:
         data = json.load(f)
     names = {"flash": "flash", "cudnn": "cudnn", "efficient": "eff.",
@@ -954,11 +972,14 @@ def main():
     p.add_argument("--ours-target-seconds", type=float, default=1.5,
                    help="timed seconds per config for ours (fwd + bwd)")
     p.add_argument("--ours-max-reps", type=int, default=5)
-    p.add_argument("--paired-rounds", type=int, default=3,
+    p.add_argument("--paired-rounds", type=int, default=4,
                    help="alternating rounds of ours vs SDPA cudnn per config "
-                        "(0: no paired phase)")
+                        "(even: each goes first equally often; 0: no paired "
+                        "phase)")
     p.add_argument("--paired-reserve", type=float, default=45.0,
-                   help="seconds kept for the paired phase")
+                   help="seconds kept for the paired phase, taken from the "
+                        "sdpa and ours phases (unused with --paired-rounds "
+                        "0); what it leaves goes to FlexAttention")
     p.add_argument("--ours-max-seqlen", type=int, default=0,
                    help="skip ours above this T (0: none)")
     p.add_argument("--ours-max-call-seconds", type=float, default=0,
@@ -1076,10 +1097,10 @@ def main():
 
     flex_reserve = 0 if args.no_flex else args.flex_reserve
     final_reserve = 12.0
+    paired_reserve = args.paired_reserve if args.paired_rounds > 0 else 0
     phase("sdpa", lambda: phase_sdpa(
         args, grid, device, clock,
-        args.budget - final_reserve - flex_reserve - 30))
-    paired_reserve = args.paired_reserve if args.paired_rounds > 0 else 0
+        args.budget - final_reserve - flex_reserve - paired_reserve - 30))
     phase("ours", lambda: phase_ours(
         args, impl, grid, device, clock,
         args.budget - final_reserve - flex_reserve - paired_reserve, save))
