@@ -686,8 +686,26 @@ ChainEvaluator::reshapeSourceView(Value src, Value res,
         return std::nullopt;
       int64_t n = nonUnit.size();
       auto it = splits.find(l.batch);
-      if (it != splits.end() &&
-          static_cast<int64_t>(it->second.parts.size()) != n) {
+      // Two splits of one batch dim agree when they have as many parts and
+      // no two static sizes of a part differ (q 2x3 and k 3x2, both
+      // collapsed to 6, pair different rows). A dynamic part's size is
+      // checked against the other operands' at run time (fa.attention's
+      // contract), as any dynamic batch dim is.
+      auto partSize = [](Value v, int64_t d) {
+        return cast<RankedTensorType>(v.getType()).getDimSize(d);
+      };
+      auto differs = [&](const BatchSplit &split) {
+        if (static_cast<int64_t>(split.parts.size()) != n)
+          return true;
+        for (auto [p, part] : llvm::enumerate(split.parts)) {
+          int64_t a = partSize(part.first, part.second),
+                  b = srcTy.getDimSize(nonUnit[p]);
+          if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+            return true;
+        }
+        return false;
+      };
+      if (it != splits.end() && differs(it->second)) {
         splitError = "a reshape splits batch dim " + std::to_string(l.batch) +
                      " in two different ways";
         return std::nullopt;

@@ -310,3 +310,50 @@ func.func @encoded_v(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32, "enc">) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// q and k split their batch dim 6 as 2x3 and 3x2 before the collapse: the
+// same flat batch index pairs different (batch, head) rows, so the chain is
+// not one attention over [2, 3] heads.
+// CHECK-LABEL: func.func @batch_split_sizes_differ
+// CHECK-NOT: fa.attention
+func.func @batch_split_sizes_differ(%q: tensor<2x3x8x4xf32>, %k: tensor<3x2x8x4xf32>, %v: tensor<6x8x4xf32>) -> tensor<6x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<3x2x8x4xf32> into tensor<6x8x4xf32>
+  %s0 = tensor.empty() : tensor<6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %o0 = tensor.empty() : tensor<6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 in two different ways}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  return %o : tensor<6x8x4xf32>
+}
+
+// -----
+
+// The mask splits the batch dim as 3x2 where q, k and v split it as 2x3.
+// CHECK-LABEL: func.func @mask_split_sizes_differ
+// CHECK-NOT: fa.attention
+func.func @mask_split_sizes_differ(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>, %m: tensor<3x2x8x8xf32>) -> tensor<6x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %mc = tensor.collapse_shape %m [[0, 1], [2], [3]] : tensor<3x2x8x8xf32> into tensor<6x8x8xf32>
+  %s0 = tensor.empty() : tensor<6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %sm = linalg.add ins(%s, %mc : tensor<6x8x8xf32>, tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %o0 = tensor.empty() : tensor<6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 in two different ways}}
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  return %o : tensor<6x8x4xf32>
+}
