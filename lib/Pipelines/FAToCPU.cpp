@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -41,6 +43,53 @@ struct CheckTopLevelFunctions
     });
   }
 };
+
+/// Decomposes the linalg ops that are aggregates of others
+/// (AggregatedOpInterface: linalg.softmax, which a chain left unraised keeps)
+/// into the ops they stand for, so that linalg-to-loops lowers them.
+struct DecomposeAggregatedOps
+    : PassWrapper<DecomposeAggregatedOps, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeAggregatedOps)
+  StringRef getArgument() const final {
+    return "fa-to-cpu-decompose-aggregates";
+  }
+  void runOnOperation() override {
+    SmallVector<linalg::AggregatedOpInterface> ops;
+    getOperation().walk(
+        [&](linalg::AggregatedOpInterface op) { ops.push_back(op); });
+    for (linalg::AggregatedOpInterface op : ops) {
+      OpBuilder b(op);
+      FailureOr<SmallVector<Value>> parts = op.decomposeOperation(b);
+      if (failed(parts)) {
+        op->emitError() << "fa-to-cpu cannot decompose this op into ops it "
+                           "lowers";
+        return signalPassFailure();
+      }
+      op->replaceAllUsesWith(*parts);
+      op->erase();
+    }
+  }
+};
+
+/// Fails on any op the pipeline left outside the LLVM dialect (one it does
+/// not lower), naming it, rather than returning IR that no LLVM
+/// translation or runner accepts.
+struct CheckLoweredToLLVM
+    : PassWrapper<CheckLoweredToLLVM, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckLoweredToLLVM)
+  StringRef getArgument() const final { return "fa-to-cpu-check-lowered"; }
+  void runOnOperation() override {
+    getOperation().walk([&](Operation *op) {
+      Dialect *dialect = op->getDialect();
+      if (isa<ModuleOp>(op) || (dialect && isa<LLVM::LLVMDialect>(dialect)))
+        return WalkResult::advance();
+      op->emitError() << "fa-to-cpu does not lower '" << op->getName()
+                      << "' to the LLVM dialect";
+      signalPassFailure();
+      return WalkResult::skip();
+    });
+  }
+};
 } // namespace
 
 void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
@@ -54,6 +103,7 @@ void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
   backwardTiling.blockM = options.blockM;
   backwardTiling.blockN = options.blockN;
   pm.addPass(createFATileAttentionBackward(backwardTiling));
+  pm.addPass(std::make_unique<DecomposeAggregatedOps>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -66,6 +116,10 @@ void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   bufferization::buildBufferDeallocationPipeline(pm);
+  // The deallocation pipeline keeps a loop's yielded buffers alive with
+  // bufferization.clone (scf.for with tensor iter_args in the caller's
+  // code); lower those to memref.alloc + memref.copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -81,4 +135,5 @@ void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(std::make_unique<CheckLoweredToLLVM>());
 }

@@ -31,12 +31,14 @@ struct FAToCPUPipelineOptions
 };
 
 /// Builds `fa-to-cpu`: fa-tile-attention (a no-op on IR already tiled),
-/// one-shot bufferization with function boundaries (identity layouts),
-/// ownership-based deallocation, linalg to loops, and the upstream
-/// conversions to the LLVM dialect. The result runs under mlir-runner or
-/// the ExecutionEngine. Lowers the functions of the module it runs on;
-/// functions in a nested `builtin.module` are an error at that module
-/// (nest the pipeline to lower them).
+/// the decomposition of aggregate linalg ops (linalg.softmax), one-shot
+/// bufferization with function boundaries (identity layouts),
+/// ownership-based deallocation (clones lowered to alloc + copy), linalg to
+/// loops, and the upstream conversions to the LLVM dialect. The result runs
+/// under mlir-runner or the ExecutionEngine; an op left outside the LLVM
+/// dialect is an error naming it. Lowers the functions of the module it
+/// runs on; functions in a nested `builtin.module` are an error at that
+/// module (nest the pipeline to lower them).
 void buildFAToCPUPipeline(OpPassManager &pm,
                           const FAToCPUPipelineOptions &options);
 

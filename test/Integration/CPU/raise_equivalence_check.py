@@ -11,8 +11,8 @@ function on them as constants and prints every result through the MLIR
 runner utilities, and runs that module twice:
 
 1. original: the input as written, lowered by `fa-opt --fa-to-cpu` (TOSA
-   first goes through `--tosa-to-linalg-pipeline`; `linalg.softmax` is
-   decomposed by the transform dialect's `decompose_interface`);
+   first goes through `--tosa-to-linalg-pipeline`; fa-to-cpu decomposes
+   `linalg.softmax` itself);
 2. raised: `fa-opt --fa-raise-attention` first, which must produce at least
    one `fa.attention` in every function (checked on its output), then the
    same lowering, where fa-to-cpu tiles fa.attention with the online softmax.
@@ -36,22 +36,11 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_cpu_check import dense_hex, parse_prints, round_to  # noqa: E402
-
-DECOMPOSE_SOFTMAX = """
-module attributes {transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
-    %s = transform.structured.match ops{["linalg.softmax"]} in %root : (!transform.any_op) -> !transform.any_op
-    %d = transform.structured.decompose_interface %s : (!transform.any_op) -> !transform.any_op
-    transform.yield
-  }
-}
-"""
 
 TENSOR = re.compile(r"tensor<([0-9x]*?)x?(f16|bf16|f32|f64|i1)>")
 DYN_TENSOR = re.compile(r"tensor<([0-9?x]*?)x?(f16|bf16|f32|f64|i1)>")
@@ -203,8 +192,7 @@ def run(cmd, text):
     return p.stdout
 
 
-def lower_and_run(module, args, lib, raise_first):
-    tmp = lib["softmax"]
+def lower_and_run(module, args, raise_first):
     opt = [args.fa_opt]
     if raise_first:
         raised = run(opt + ["-", "--fa-raise-attention"], module)
@@ -215,9 +203,6 @@ def lower_and_run(module, args, lib, raise_first):
     if "tosa." in module:
         pre += ["--tosa-to-linalg-pipeline", "--tosa-to-arith",
                 "--tosa-to-tensor"]
-    if "linalg.softmax" in module:
-        pre += ["--transform-preload-library=transform-library-paths=" + tmp,
-                "--transform-interpreter"]
     if pre:
         module = run(opt + ["-"] + pre, module)
     low = run(opt + ["-", "--fa-to-cpu=block-m=%s block-n=%s" %
@@ -254,57 +239,51 @@ def main():
     text = open(args.file).read()
     chunks = re.split(r"^// -----\s*$", text, flags=re.M)
     passed = failed = 0
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
-        f.write(DECOMPOSE_SOFTMAX)
-        lib = {"softmax": f.name}
-    try:
-        for chunk in chunks:
-            # Comments only: drop RUN/CHECK lines so they do not leak.
-            body = "\n".join(l for l in chunk.splitlines()
-                             if not l.lstrip().startswith("//"))
-            # EQUIV-SHAPES directives live in comments: read them from the
-            # chunk itself.
-            directives = "\n".join(l for l in chunk.splitlines()
-                                   if "EQUIV-SHAPES:" in l)
-            for fname, arg_types, res_types, dyn in functions(
-                    body + "\n" + directives):
-                inputs = [random_input(rng, s, e) for s, e in arg_types]
-                module = body + "\n" + build_main(fname, arg_types, res_types,
-                                                  inputs, dyn)
-                try:
-                    ref, _ = lower_and_run(module, args, lib, False)
-                    got, raised = lower_and_run(module, args, lib, True)
-                    fn = re.search(r"func\.func @%s\b.*?^  \}$|func\.func @%s\b.*?^\}$"
-                                   % (re.escape(fname), re.escape(fname)),
-                                   raised, re.S | re.M)
-                    if not fn or "fa.attention" not in fn.group(0):
-                        raise RuntimeError("no fa.attention in @%s after "
-                                           "fa-raise-attention" % fname)
-                    if len(ref) != len(res_types) or len(got) != len(ref):
-                        raise RuntimeError("expected %d prints, got %d and %d"
-                                           % (len(res_types), len(ref),
-                                              len(got)))
-                    worst = 0.0
-                    for a, b in zip(ref, got):
-                        if a.shape != b.shape:
-                            raise RuntimeError("result sizes differ")
-                        if not (np.isfinite(a).all() and np.isfinite(b).all()):
-                            raise RuntimeError("non-finite result")
-                        if a.size:
-                            worst = max(worst, float(np.abs(a - b).max()))
-                    elts = {e for _, e in arg_types}
-                    tol = (args.tol_bf16 if "bf16" in elts else
-                           args.tol_f16 if "f16" in elts else args.tol)
-                    ok = worst <= tol
-                    msg = "max|raised - original| = %.3g (tol %.1g)" % (
-                        worst, tol)
-                except RuntimeError as e:
-                    ok, msg = False, str(e)
-                print("%s @%s: %s" % ("PASS" if ok else "FAIL", fname, msg))
-                passed += ok
-                failed += not ok
-    finally:
-        os.unlink(lib["softmax"])
+    for chunk in chunks:
+        # Comments only: drop RUN/CHECK lines so they do not leak.
+        body = "\n".join(l for l in chunk.splitlines()
+                         if not l.lstrip().startswith("//"))
+        # EQUIV-SHAPES directives live in comments: read them from the
+        # chunk itself.
+        directives = "\n".join(l for l in chunk.splitlines()
+                               if "EQUIV-SHAPES:" in l)
+        for fname, arg_types, res_types, dyn in functions(
+                body + "\n" + directives):
+            inputs = [random_input(rng, s, e) for s, e in arg_types]
+            module = body + "\n" + build_main(fname, arg_types, res_types,
+                                              inputs, dyn)
+            try:
+                ref, _ = lower_and_run(module, args, False)
+                got, raised = lower_and_run(module, args, True)
+                fn = re.search(r"func\.func @%s\b.*?^  \}$|func\.func @%s\b.*?^\}$"
+                               % (re.escape(fname), re.escape(fname)),
+                               raised, re.S | re.M)
+                if not fn or "fa.attention" not in fn.group(0):
+                    raise RuntimeError("no fa.attention in @%s after "
+                                       "fa-raise-attention" % fname)
+                if len(ref) != len(res_types) or len(got) != len(ref):
+                    raise RuntimeError("expected %d prints, got %d and %d"
+                                       % (len(res_types), len(ref),
+                                          len(got)))
+                worst = 0.0
+                for a, b in zip(ref, got):
+                    if a.shape != b.shape:
+                        raise RuntimeError("result sizes differ")
+                    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+                        raise RuntimeError("non-finite result")
+                    if a.size:
+                        worst = max(worst, float(np.abs(a - b).max()))
+                elts = {e for _, e in arg_types}
+                tol = (args.tol_bf16 if "bf16" in elts else
+                       args.tol_f16 if "f16" in elts else args.tol)
+                ok = worst <= tol
+                msg = "max|raised - original| = %.3g (tol %.1g)" % (
+                    worst, tol)
+            except RuntimeError as e:
+                ok, msg = False, str(e)
+            print("%s @%s: %s" % ("PASS" if ok else "FAIL", fname, msg))
+            passed += ok
+            failed += not ok
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

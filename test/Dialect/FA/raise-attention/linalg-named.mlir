@@ -140,3 +140,32 @@ func.func @batch_matmul_scaled_q_no_max(%q: tensor<4x9x16xf32>, %k: tensor<4x11x
   %o = linalg.batch_matmul ins(%p, %v : tensor<4x9x11xf32>, tensor<4x11x16xf32>) outs(%oz : tensor<4x9x16xf32>) -> tensor<4x9x16xf32>
   return %o : tensor<4x9x16xf32>
 }
+
+// -----
+
+// Attention inside an scf.for whose tensor iter_arg is q: raised in the
+// loop body. (raise-linalg-named.test runs it through fa-to-cpu, whose
+// deallocation keeps the loop-carried buffer alive with bufferization.clone,
+// lowered to an alloc and a copy.)
+// CHECK-LABEL: func.func @in_scf_for
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[X:.+]] = %{{.+}}) -> (tensor<6x4xf32>)
+// CHECK-NEXT: %[[O:.+]] = fa.attention %[[X]], %{{.+}}, %{{.+}} scale(1.000000e+00) : tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: scf.yield %[[O]]
+func.func @in_scf_for(%q: tensor<6x4xf32>, %k: tensor<6x4xf32>, %v: tensor<6x4xf32>) -> tensor<6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %s0 = tensor.empty() : tensor<6x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x6xf32>) -> tensor<6x6xf32>
+  %o0 = tensor.empty() : tensor<6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x4xf32>) -> tensor<6x4xf32>
+  %r = scf.for %it = %c0 to %c3 step %c1 iter_args(%x = %q) -> tensor<6x4xf32> {
+    %s = linalg.matmul indexing_maps = [affine_map<(i, j, d) -> (i, d)>, affine_map<(i, j, d) -> (j, d)>, affine_map<(i, j, d) -> (i, j)>]
+        ins(%x, %k : tensor<6x4xf32>, tensor<6x4xf32>) outs(%sz : tensor<6x6xf32>) -> tensor<6x6xf32>
+    %p = linalg.softmax dimension(1) ins(%s : tensor<6x6xf32>) outs(%s0 : tensor<6x6xf32>) -> tensor<6x6xf32>
+    %o = linalg.matmul ins(%p, %v : tensor<6x6xf32>, tensor<6x4xf32>) outs(%oz : tensor<6x4xf32>) -> tensor<6x4xf32>
+    scf.yield %o : tensor<6x4xf32>
+  }
+  return %r : tensor<6x4xf32>
+}
