@@ -64,7 +64,9 @@
 // threads, registers moved by setmaxnreg from it (24) to the two consumer
 // warpgroups (240). Two query tiles per block (tiles-per-block's default at
 // D 128): the second Q buffer's barrier after the K/V ones, no idle exit,
-// the o stores of the first tile waited for only at the end.
+// the o stores of the first tile waited for only at the end. Without a
+// mask the key tiles have 160 rows: S = Q K^T is m64n160k16, O += P V
+// m64n128k16 (K = 160 keys in ten k16 steps).
 // PTX: .maxntid 384, 1, 1
 // PTX: .shared .align 1024 .b8 __dynamic_shmem__0;
 // PTX: cvta.param.u64
@@ -78,15 +80,16 @@
 // PTX: setmaxnreg.inc.sync.aligned.u32 240;
 // PTX-NOT: @p exit;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
-// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
 // PTX: mbarrier.arrive.shared::cta.b64
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // The epilogue: o staged in workgroup memory, then TMA stores.
 // PTX: st.shared.b32
 // PTX: fence.proxy.async.shared::cta;
 // PTX: cp.async.bulk.tensor.3d.global.shared::cta.bulk_group
 // PTX: cp.async.bulk.commit_group;
 // PTX-NOT: cp.async.bulk.wait_group.read
-// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
 // PTX: cp.async.bulk.commit_group;
 // PTX-NOT: wgmma.mma_async
 // PTX: cp.async.bulk.wait_group.read 0;
@@ -114,13 +117,13 @@
 
 // MANIFEST: version 3
 // MANIFEST: block_m 128
-// MANIFEST: block_n 128
+// MANIFEST: block_n 160
 // MANIFEST: threads 384
-// MANIFEST: shared_bytes 196688
+// MANIFEST: shared_bytes 229456
 // MANIFEST: params q k v o lse
 // MANIFEST-NEXT: tensor_map q 64 128 128
-// MANIFEST-NEXT: tensor_map k 64 128 128
-// MANIFEST-NEXT: tensor_map v 64 128 128
+// MANIFEST-NEXT: tensor_map k 64 160 128
+// MANIFEST-NEXT: tensor_map v 64 160 128
 // MANIFEST-NEXT: tensor_map o 64 16 128
 // MANIFEST-NEXT: grid ceil_div(seqlen_q,256) batch 1
 
@@ -178,7 +181,14 @@
 // PINGPONG: wgmma.mma_async
 // PINGPONG: bar.arrive {{%r[0-9]+}}, 256;
 
-// tiles-per-block=2 given: what the default gives at D 128 (the causal
+// The causal D 128 kernel keeps 128-key tiles (two query tiles).
+// RUN: FileCheck %s --check-prefix=MANIFESTC < %t/bf16_d128_causal_attention_0.manifest
+// MANIFESTC: block_n 128
+// MANIFESTC: shared_bytes 196688
+// MANIFESTC: grid ceil_div(seqlen_q,256) batch 1
+
+// tiles-per-block=2 given: two tiles of 128 keys at D 128, also without a
+// mask (the 160-key tiles are the default's choice only; the causal
 // kernel too assembles without spills); at D 64 the default 12-warp
 // kernels keep one tile (two spill there, and 8 warps with two tiles
 // measured slower: docs/PERFORMANCE.md, nineteenth run).

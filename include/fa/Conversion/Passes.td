@@ -131,7 +131,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     outside the map. Otherwise each value pair of o is one aligned store.
     Default block-n: 128 for D 128 or with the producer warpgroup, else 64
     (the next of 64 and 32 when the tile does not split over the warps, its
-    accumulators do not fit the registers or its stages do not fit).
+    accumulators do not fit the registers or its stages do not fit); 160
+    (two stages) for D = Dv = 128 without a mask when `tiles-per-block` is
+    0, no other shape option is given, and two query tiles of it fit with
+    a dynamic Tk or one of over five 160-key blocks (H200: 0.5-3% faster
+    than 128 at T 8k-16k, 1.5-2% sustained at T 16k, even at T 2k-4k;
+    docs/PERFORMANCE.md, twenty-first run).
     Default num-warps: 8; with the producer warpgroup and no shape option,
     12 for head dims up to 64 (with or without a causal mask). Errors on
     the op: producer-warp or pingpong without tma, pingpong without

@@ -202,7 +202,14 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     return options.tma || ((blockN / 8) * (ks.d / 32) % warps == 0 &&
                            (blockN / 8) * (ks.dv / 32) % warps == 0);
   };
-  SmallVector<int64_t, 2> blockNs;
+  SmallVector<int64_t, 3> blockNs;
+  const bool autoTiles = options.tilesPerBlock == 0;
+  constexpr int64_t kWideBlockN = 160;
+  const bool wideKeyTiles = defaultShape && autoTiles && producerWarp &&
+                            !options.pingpong && warps == 8 && ks.d == 128 &&
+                            ks.dv == 128 && ks.causal == CausalKind::none &&
+                            splitsEvenly(kWideBlockN) &&
+                            accumulatorRegs(kWideBlockN) <= regBudget;
   if (options.blockN) {
     int64_t blockN = options.blockN;
     if (blockN % 16 != 0 || blockN > 256)
@@ -225,6 +232,13 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
                 "fewer warps";
     blockNs.push_back(blockN);
   } else {
+    // 160-key tiles first for the default two-tile kernel at D = Dv = 128
+    // without a mask (H200: +0.5-3% at T 8k-16k, even at T 2k-4k;
+    // docs/PERFORMANCE.md, twenty-first run); taken only where both Q
+    // buffers still fit (below), else 128 as before. Under causal they
+    // measured 1-5% slower at T 2k-8k.
+    if (wideKeyTiles)
+      blockNs.push_back(kWideBlockN);
     for (int64_t blockN :
          {ks.d == 128 || producerWarp ? int64_t(128) : int64_t(64),
           int64_t(64), int64_t(32)})
@@ -252,7 +266,6 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   // Tk is dynamic or over five key blocks (with a static Tk of two key
   // blocks the two-tile kernel spilled 230-264 bytes, with four or five
   // 4 bytes).
-  const bool autoTiles = options.tilesPerBlock == 0;
   const int64_t preferredTiles =
       autoTiles ? (producerWarp && !options.pingpong && warps == 8 &&
                            std::max(ks.d, ks.dv) > 64
@@ -274,12 +287,19 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
       stageCounts = {2};
     const bool fewKeyBlocks =
         !ShapedType::isDynamic(ks.tk) && llvm::divideCeil(ks.tk, blockN) <= 5;
+    // The wide tiles only with two query tiles per block (with one, they
+    // measured 2-4% slower at T 2k-4k than 128 keys with two).
+    const bool wide = wideKeyTiles && blockN == kWideBlockN;
+    if (wide && fewKeyBlocks)
+      continue;
     for (int64_t stages : stageCounts) {
       ks.wgmmaStages = stages;
       // The automatic two tiles fall back to one when the second Q buffer
       // does not fit.
       for (int64_t tiles = autoTiles && fewKeyBlocks ? 1 : preferredTiles;
            tiles >= 1; tiles = autoTiles ? tiles - 1 : 0) {
+        if (wide && tiles != 2)
+          break;
         ks.tilesPerBlock = tiles;
         sharedBytes =
             gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))

@@ -21,12 +21,19 @@
 // reads once, at the end.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=2" | FileCheck %s --check-prefix=TILES2
 // tiles-per-block=0 (fa-to-ptx's default): two tiles for the D 128 kernel
-// (two consumer warpgroups), one for the 12-warp D 64 kernel; one again
-// for D 128 when the second Q buffer does not fit max-shared-bytes.
-// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
+// (two consumer warpgroups), with 160-key tiles without a mask when both Q
+// buffers fit (229,456 bytes); one for the 12-warp D 64 kernel. With
+// max-shared-bytes 212992 the 160-key two-tile kernel does not fit, and
+// the 128-key one takes its place (not 160 keys with one tile); with
+// 196608 neither fits, and D 128 keeps one tile of 128 keys.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESWIDE
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=212992 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=196608 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESFIT
+// A causal mask keeps 128-key tiles (160 measured slower there).
+// RUN: sed -e 's/fa.attention %q, %k, %v :/fa.attention %q, %k, %v causal(top_left) :/' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
 // A static Tk of at most five key blocks keeps one tile too (two spilled
-// there); two given explicitly stay two.
+// there), and 128-key tiles (768 keys are five 160-key blocks but six
+// 128-key ones, so two tiles of 128 keys); two given explicitly stay two.
 // RUN: sed -e 's/?x?x128xf16/2x512x128xf16/g' -e 's/tensor<?x?xf32>/tensor<2x512xf32>/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESFIT
 // RUN: sed -e 's/?x?x128xf16/2x768x128xf16/g' -e 's/tensor<?x?xf32>/tensor<2x768xf32>/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=0" | FileCheck %s --check-prefix=TILESAUTO
 // RUN: sed -e 's/?x?x128xf16/2x512x128xf16/g' -e 's/tensor<?x?xf32>/tensor<2x512xf32>/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=2" | FileCheck %s --check-prefix=TILESTWO
@@ -37,8 +44,18 @@
 // TILESAUTO-LABEL: module attributes
 // TILESAUTO-SAME: grid = ["ceil_div(seqlen_q,block_m)", "batch", "1"]
 // TILESAUTO-LABEL: module attributes
+// TILESAUTO-SAME: block_n = 128 : i64
 // TILESAUTO-SAME: grid = ["ceil_div(seqlen_q,256)", "batch", "1"]
 // TILESAUTO-SAME: shared_bytes = 196688 : i64
+// TILESWIDE-LABEL: module attributes
+// TILESWIDE-SAME: grid = ["ceil_div(seqlen_q,block_m)", "batch", "1"]
+// TILESWIDE-LABEL: module attributes
+// TILESWIDE-SAME: block_n = 160 : i64
+// TILESWIDE-SAME: grid = ["ceil_div(seqlen_q,256)", "batch", "1"]
+// TILESWIDE-SAME: shared_bytes = 229456 : i64
+// TILESWIDE-SAME: tensor_map = ["q 64 128 128", "k 64 160 128", "v 64 160 128", "o 64 16 128"]
+// TILESWIDE: wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16
+// TILESWIDE: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // TILESFIT-LABEL: module attributes
 // TILESFIT-LABEL: module attributes
 // TILESFIT-SAME: grid = ["ceil_div(seqlen_q,block_m)", "batch", "1"]
