@@ -19,6 +19,7 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
 config.substitutions.append(("%fa_lib_dir", config.fa_lib_dir))
 config.substitutions.append(("%fa_src_root", os.path.dirname(config.test_source_root)))
+config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

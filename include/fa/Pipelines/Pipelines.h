@@ -113,8 +113,9 @@ struct FAToPTXPipelineOptions
                      "consumer warpgroups (setmaxnreg), which release K/V "
                      "stages on mbarriers, no block barrier in the key loop "
                      "(convert-fa-to-gpu; default shapes: 8 consumer "
-                     "warps and block-n 128, 160 at D 128 without a "
-                     "mask; head dims up to 64: 12 warps); given "
+                     "warps and block-n 128, 160 at D = Dv = 128 "
+                     "without a mask and with Tk dynamic or over 800; "
+                     "head dims up to 64: 12 warps); given "
                      "as true without the TMA wgmma kernels: an error"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> pingpong{
