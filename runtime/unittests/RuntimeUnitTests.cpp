@@ -15,6 +15,7 @@
 #include "fa/Runtime/FaRuntime.h"
 #include "fa/Runtime/Float16.h"
 #include "fa/Runtime/Manifest.h"
+#include "fa/Runtime/Random.h"
 #include "fa/Runtime/Reference.h"
 
 #include <algorithm>
@@ -1609,6 +1610,56 @@ static void testReferenceBackwardFiniteDifferences() {
   }
 }
 
+/// The parallel normal sampler: the same values for any thread count, a new
+/// stream or seed gives other values, every value is representable in the
+/// dtype, and the moments are those of normal(0, 1).
+static void testRandomNormal() {
+  const size_t n = 3 * fa::rt::kRandomChunk + 12345; // a ragged last chunk
+  std::vector<float> one =
+      fa::rt::randomNormal(n, 42, 0, FA_RT_DTYPE_BF16, /*numThreads=*/1);
+  std::vector<float> many =
+      fa::rt::randomNormal(n, 42, 0, FA_RT_DTYPE_BF16, /*numThreads=*/7);
+  EXPECT_EQ(one.size(), n);
+  EXPECT(one == many);
+  // A prefix is the same draw: chunks do not depend on the count.
+  std::vector<float> prefix =
+      fa::rt::randomNormal(1000, 42, 0, FA_RT_DTYPE_BF16, 3);
+  EXPECT(std::equal(prefix.begin(), prefix.end(), one.begin()));
+  std::vector<float> otherStream =
+      fa::rt::randomNormal(n, 42, 1, FA_RT_DTYPE_BF16, 4);
+  std::vector<float> otherSeed =
+      fa::rt::randomNormal(n, 43, 0, FA_RT_DTYPE_BF16, 4);
+  size_t sameStream = 0, sameSeed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sameStream += one[i] == otherStream[i];
+    sameSeed += one[i] == otherSeed[i];
+  }
+  // bf16 has 8 bits of mantissa: equal values by chance, but far from all.
+  EXPECT(sameStream < n / 10);
+  EXPECT(sameSeed < n / 10);
+  // Chunk boundaries start new engines, not copies of chunk 0.
+  EXPECT(!std::equal(one.begin(), one.begin() + 64,
+                     one.begin() + fa::rt::kRandomChunk));
+  double sum = 0, sumSq = 0;
+  bool representable = true;
+  for (float value : one) {
+    sum += value;
+    sumSq += double(value) * value;
+    representable &= fa::rt::roundToDtype(value, FA_RT_DTYPE_BF16) == value;
+  }
+  EXPECT(representable);
+  // n ~ 3.2e6: the mean's standard error is 5.6e-4, the variance's 7.9e-4.
+  EXPECT_NEAR(sum / n, 0.0, 5e-3);
+  EXPECT_NEAR(sumSq / n - (sum / n) * (sum / n), 1.0, 1e-2);
+  // f16 and f32 round to their own grids; f32 keeps the float sample.
+  std::vector<float> f16 = fa::rt::randomNormal(5000, 7, 2, FA_RT_DTYPE_F16);
+  bool halfOk = true;
+  for (float value : f16)
+    halfOk &= fa::rt::roundToDtype(value, FA_RT_DTYPE_F16) == value;
+  EXPECT(halfOk);
+  EXPECT(fa::rt::randomNormal(0, 7, 0, FA_RT_DTYPE_F32).empty());
+}
+
 int main() {
   struct Test {
     const char *name;
@@ -1657,6 +1708,7 @@ int main() {
        }},
       {"reference-backward-finite-differences",
        testReferenceBackwardFiniteDifferences},
+      {"random-normal", testRandomNormal},
   };
   int failed = 0, count = 0;
   for (const Test &test : tests) {

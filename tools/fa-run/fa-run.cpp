@@ -28,6 +28,7 @@
 #include "fa/Runtime/FaRuntime.h"
 #include "fa/Runtime/Float16.h"
 #include "fa/Runtime/Manifest.h"
+#include "fa/Runtime/Random.h"
 #include "fa/Runtime/Reference.h"
 
 #include <algorithm>
@@ -290,15 +291,6 @@ static double defaultTolerance(faRtDtype dtype, faRtDtype oDtype) {
 /// log2(e): 1e-3 of max(1, |lse|) for 16-bit inputs, 1e-5 for f32.
 static double defaultLseTolerance(faRtDtype dtype) {
   return dtype == FA_RT_DTYPE_F32 ? 1e-5 : 1e-3;
-}
-
-static std::vector<float> randomNormal(size_t count, std::mt19937_64 &rng,
-                                       faRtDtype dtype) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float &value : values)
-    value = fa::rt::roundToDtype(normal(rng), dtype);
-  return values;
 }
 
 static faRtStatus uploadEncoded(const std::vector<float> &values,
@@ -663,16 +655,20 @@ static int runBackwardMain(Options &options) {
                                  : "float64 forward on the host");
   std::fflush(stdout);
 
-  std::mt19937_64 rng(options.seed);
   std::vector<std::vector<float>> inputs(6);
-  inputs[0] = randomNormal(b * tq * m.headDim, rng, m.dtype);
-  inputs[1] = randomNormal(b * tk * m.headDim, rng, m.dtype);
-  inputs[2] = randomNormal(b * tk * m.headDimV, rng, m.dtype);
-  inputs[4] = randomNormal(b * tq * m.headDimV, rng, m.doDtype);
+  inputs[0] =
+      fa::rt::randomNormal(b * tq * m.headDim, options.seed, 0, m.dtype);
+  inputs[1] =
+      fa::rt::randomNormal(b * tk * m.headDim, options.seed, 1, m.dtype);
+  inputs[2] =
+      fa::rt::randomNormal(b * tk * m.headDimV, options.seed, 2, m.dtype);
+  inputs[4] =
+      fa::rt::randomNormal(b * tq * m.headDimV, options.seed, 3, m.doDtype);
   fa::rt::AttentionShape problem{b,          tq,      tk,      m.headDim,
                                  m.headDimV, m.scale, m.causal};
   if (options.memoryOnly) {
-    inputs[3] = randomNormal(b * tq * m.headDimV, rng, m.oDtype);
+    inputs[3] =
+        fa::rt::randomNormal(b * tq * m.headDimV, options.seed, 4, m.oDtype);
     inputs[5].resize(b * tq);
     for (int64_t i = 0; i < b * tq; ++i) {
       int64_t visible = fa::rt::visibleKeys(m.causal, i % tq, tq, tk);
@@ -894,11 +890,13 @@ int main(int argc, char **argv) {
               fa::rt::dtypeName(m.dtype));
   std::fflush(stdout);
 
-  std::mt19937_64 rng(options.seed);
   const int64_t b = shape.batch, tq = shape.seqlenQ, tk = shape.seqlenK;
-  std::vector<float> q = randomNormal(b * tq * m.headDim, rng, m.dtype);
-  std::vector<float> k = randomNormal(b * tk * m.headDim, rng, m.dtype);
-  std::vector<float> v = randomNormal(b * tk * m.headDimV, rng, m.dtype);
+  std::vector<float> q =
+      fa::rt::randomNormal(b * tq * m.headDim, options.seed, 0, m.dtype);
+  std::vector<float> k =
+      fa::rt::randomNormal(b * tk * m.headDim, options.seed, 1, m.dtype);
+  std::vector<float> v =
+      fa::rt::randomNormal(b * tk * m.headDimV, options.seed, 2, m.dtype);
 
   Results results;
   faRtStatus status = runKernel(kernel, m, shape, q, k, v, options, results);
