@@ -208,7 +208,6 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   const bool wideKeyTiles = defaultShape && autoTiles && producerWarp &&
                             !options.pingpong && warps == 8 && ks.d == 128 &&
                             ks.dv == 128 && ks.causal == CausalKind::none &&
-                            splitsEvenly(kWideBlockN) &&
                             accumulatorRegs(kWideBlockN) <= regBudget;
   if (options.blockN) {
     int64_t blockN = options.blockN;
