@@ -5,12 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/Reference.h"
+#include "Parallel.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <vector>
 
 int64_t fa::rt::visibleKeys(faRtCausal causal, int64_t row, int64_t seqlenQ,
@@ -88,32 +87,17 @@ void fa::rt::referenceAttention(const AttentionShape &shape, const float *q,
   const int64_t rowsPerItem = 16;
   const int64_t blocksPerBatch = (tq + rowsPerItem - 1) / rowsPerItem;
   const int64_t items = shape.batch * blocksPerBatch;
-  if (items == 0)
-    return;
-  if (numThreads == 0)
-    numThreads = std::max(1u, std::thread::hardware_concurrency());
-  numThreads = static_cast<unsigned>(
-      std::min<int64_t>(static_cast<int64_t>(numThreads), items));
-
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    std::vector<double> scores;
-    for (int64_t item = next++; item < items; item = next++) {
-      const int64_t b = item / blocksPerBatch;
-      const int64_t rowBegin = (item % blocksPerBatch) * rowsPerItem;
-      const int64_t rowEnd = std::min(tq, rowBegin + rowsPerItem);
-      for (int64_t i = rowBegin; i < rowEnd; ++i)
-        referenceRow(shape, q + (b * tq + i) * d, k + b * tk * d,
-                     v + b * tk * dv, i, o + (b * tq + i) * dv,
-                     lse ? lse + b * tq + i : nullptr, scores);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < numThreads; ++t)
-    threads.emplace_back(worker);
-  worker();
-  for (std::thread &thread : threads)
-    thread.join();
+  detail::parallelFor(items, numThreads, [&](int64_t item) {
+    // Scratch for one row's scores, reused by the items of a thread.
+    thread_local std::vector<double> scores;
+    const int64_t b = item / blocksPerBatch;
+    const int64_t rowBegin = (item % blocksPerBatch) * rowsPerItem;
+    const int64_t rowEnd = std::min(tq, rowBegin + rowsPerItem);
+    for (int64_t i = rowBegin; i < rowEnd; ++i)
+      referenceRow(shape, q + (b * tq + i) * d, k + b * tk * d, v + b * tk * dv,
+                   i, o + (b * tq + i) * dv, lse ? lse + b * tq + i : nullptr,
+                   scores);
+  });
 }
 
 /// The backward of one batch entry, row by row, in double.
@@ -176,24 +160,10 @@ void fa::rt::referenceAttentionBackward(const AttentionShape &shape,
                                         unsigned numThreads) {
   const int64_t tq = shape.seqlenQ, tk = shape.seqlenK;
   const int64_t d = shape.headDim, dvDim = shape.headDimV;
-  if (shape.batch == 0)
-    return;
-  if (numThreads == 0)
-    numThreads = std::max(1u, std::thread::hardware_concurrency());
-  numThreads = static_cast<unsigned>(
-      std::min<int64_t>(static_cast<int64_t>(numThreads), shape.batch));
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    for (int64_t b = next++; b < shape.batch; b = next++)
-      referenceBackwardEntry(shape, q + b * tq * d, k + b * tk * d,
-                             v + b * tk * dvDim, dout + b * tq * dvDim,
-                             dq + b * tq * d, dk + b * tk * d,
-                             dv + b * tk * dvDim);
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < numThreads; ++t)
-    threads.emplace_back(worker);
-  worker();
-  for (std::thread &thread : threads)
-    thread.join();
+  detail::parallelFor(shape.batch, numThreads, [&](int64_t b) {
+    referenceBackwardEntry(shape, q + b * tq * d, k + b * tk * d,
+                           v + b * tk * dvDim, dout + b * tq * dvDim,
+                           dq + b * tq * d, dk + b * tk * d,
+                           dv + b * tk * dvDim);
+  });
 }
