@@ -182,6 +182,11 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "tensor-cores=true, tma=true), " +
              *why;
   }
+  if (options.indexBitwidth != 0 && options.indexBitwidth != 32 &&
+      options.indexBitwidth != 64)
+    return "fa-to-ptx: expected index-bitwidth 32 or 64, or 0 for the "
+           "kernel's choice, got " +
+           std::to_string(options.indexBitwidth);
   // Query tiles per block: 0 (the kernel's choice), 1, or 2 with the
   // producer warpgroup and without pingpong.
   if (options.tilesPerBlock < 0 || options.tilesPerBlock > 2)
@@ -283,6 +288,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.backwardProducerWarp =
       kernel.tma ? options.backwardProducerWarp.getValue() : "false";
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
+  kernel.indexBitwidth = options.indexBitwidth;
   pm.addPass(createConvertFAToGPU(kernel));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -75,6 +75,10 @@ class Manifest:
     tensor_maps: List[TensorMap] = field(default_factory=list)
     # A backward kernel's view: the element type of `do` (None: forward).
     do_dtype: Optional[str] = None
+    # Bits of the kernel's index type (`index_bits`, absent: 64). With 32
+    # every memref's offsets must stay below 2^31 elements: the launcher
+    # splits the batch (fa_opt.runtime).
+    index_bits: int = 64
     _grid_fn: Optional[Callable] = field(default=None, repr=False)
 
     def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
@@ -334,7 +338,11 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     known = {"version", "kernel", "ptx", "chip", "dtype", "o_dtype", "causal",
              "scale", "batch", "batch_shape", "seqlen_q", "seqlen_k",
              "head_dim", "head_dim_v", "has_lse", "block_m", "block_n",
-             "threads", "shared_bytes", "params", "grid"}
+             "threads", "shared_bytes", "params", "grid", "index_bits"}
+    index_bits = integer("index_bits", 64)
+    if index_bits not in (32, 64):
+        raise ManifestError(f"{where('index_bits')}: expected 32 or 64 for "
+                            f"'index_bits', got {index_bits}")
     manifest = Manifest(
         path=path, kernel=one("kernel"), ptx=ptx, version=version,
         chip=values.get("chip", [None])[0], dtype=dtype, o_dtype=o_dtype,
@@ -350,7 +358,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
         threads=integer("threads"), shared_bytes=integer("shared_bytes", 0),
         params=list(values["params"]), grid=(grid[0], grid[1], grid[2]),
         extra={k: v for k, v in values.items() if k not in known},
-        tensor_maps=tensor_maps)
+        tensor_maps=tensor_maps, index_bits=index_bits)
     _check_ranges(manifest, path)
     if manifest.block_m < 1:
         raise ManifestError(f"{where('block_m')}: expected a positive integer "

@@ -34,7 +34,8 @@ from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
 from .memo import BoundedMemo
 
 # Grid y (the batch) is limited to 65535 blocks: larger batches are launched
-# in chunks, the tensors' memref offsets advanced by the chunk start.
+# in chunks, the tensors' memref offsets advanced by the chunk start (and
+# smaller chunks for kernels with 32-bit indices: batch_chunk).
 MAX_GRID_Y = 65535
 
 
@@ -101,7 +102,8 @@ def launch(kernels: KernelSet, manifest: Manifest, device: int,
     """Launches one kernel (a forward manifest or a backward kernel's
     view): ``tensors`` maps each manifest param name to ``(data_ptr, sizes,
     strides, element_size)`` of its memref (sizes and strides in elements,
-    the batch dim first). Batches over 65535 go in chunks; each chunk's
+    the batch dim first). Batches over 65535 (or over
+    :func:`batch_chunk`'s limit for 32-bit indices) go in chunks; each chunk's
     launch passes the memrefs, then the tensor maps of the manifest's
     ``tensor_map`` lines over that chunk's batches. The packed arguments
     are cached by all they depend on, so a repeated call only launches.
@@ -147,8 +149,9 @@ def _prepare(kernels: KernelSet, manifest: Manifest, device: int,
     fn = kernels.function(manifest, device)
     block = (manifest.threads, 1, 1)
     chunks = []
-    for start in range(0, batch, MAX_GRID_Y):
-        chunk = min(MAX_GRID_Y, batch - start)
+    step = batch_chunk(manifest, tensors)
+    for start in range(0, batch, step):
+        chunk = min(step, batch - start)
         grid = manifest.grid_for(chunk, seqlen_q, seqlen_k)
         if 0 in grid:
             continue
@@ -162,6 +165,36 @@ def _prepare(kernels: KernelSet, manifest: Manifest, device: int,
             grid, block, params,
             tensor_maps_for(manifest, tensors, start, chunk))))
     return chunks
+
+
+def batch_chunk(manifest: Manifest,
+                tensors: Dict[str, Tuple[int, Sequence[int], Sequence[int],
+                                         int]]) -> int:
+    """The most batches one launch of ``manifest`` takes: 65535 (grid y),
+    and for a kernel with 32-bit indices (``index_bits 32``) few enough
+    that every param's largest element offset in the chunk, ``(chunk - 1)
+    * batch_stride + (the last element's offset within one batch)``, stays
+    below 2^31. Raises ValueError when one batch alone reaches 2^31
+    elements (such a tensor needs a kernel compiled with
+    ``index-bitwidth=64``)."""
+    step = MAX_GRID_Y
+    if manifest.index_bits != 32:
+        return step
+    limit = 2**31 - 1
+    for name in manifest.params:
+        _, sizes, strides, _ = tensors[name]
+        if 0 in sizes[1:]:
+            continue  # no element
+        inner = sum((n - 1) * abs(st) for n, st in zip(sizes[1:], strides[1:]))
+        if inner > limit:
+            raise ValueError(
+                f"kernel {manifest.kernel} was compiled with 32-bit indices "
+                f"(index_bits 32): one batch of '{name}' spans {inner + 1} "
+                f"elements, expected fewer than 2^31 (compile with "
+                f"index-bitwidth=64)")
+        if strides[0]:
+            step = min(step, (limit - inner) // abs(strides[0]) + 1)
+    return step
 
 
 def tensor_maps_for(manifest: Manifest,

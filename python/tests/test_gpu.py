@@ -328,3 +328,29 @@ def test_repeated_calls_reuse_nothing_stale():
     for _ in range(2):
         with pytest.raises(ValueError, match="same head dim"):
             fa_opt.attention(q, rand(2, 3, 200, 32), v)
+
+
+@pytest.mark.parametrize("head_dim,causal", [(128, "none"), (64, "top_left")])
+def test_32_bit_index_kernels_split_large_batches(head_dim, causal):
+    """The sm_90a forward kernels at head dim 128, and at 64 with a causal
+    mask, are compiled with 32-bit indices (index_bits 32): q, k, v and o
+    of 2^31 elements or more go in batch chunks whose offsets fit in 32
+    bits (fa_opt.runtime.batch_chunk). Here 2.25e9 elements each (4.5 GB
+    in bf16); batches at both ends and across a chunk boundary are checked
+    against float64."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the 32-bit index kernels are the sm_90a defaults")
+    if torch.cuda.mem_get_info()[0] < 24 * 2**30:
+        pytest.skip("needs 24 GiB of free GPU memory")
+    t = 16384
+    heads = (2**31 // (t * head_dim)) * 17 // 16
+    q, k, v = (rand(1, heads, t, head_dim) for _ in range(3))
+    assert q.numel() >= 2**31
+    o = fa_opt.attention(q, k, v, causal=causal)
+    # The chunk of 2^31 / (t * head_dim) batches ends before `step`.
+    step = 2**31 // (t * head_dim)
+    for h in (0, step - 1, step, heads - 1):
+        ref_o, _ = reference(q[:, h], k[:, h], v[:, h], causal)
+        assert rel(o[:, h], ref_o) < TOL[torch.bfloat16], h
+    del q, k, v, o
+    torch.cuda.empty_cache()

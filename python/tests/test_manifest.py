@@ -409,3 +409,11 @@ def test_files_are_read_without_newline_translation(tmp_path):
             read(str(path))
     path.write_bytes(DOC_EXAMPLE.replace("\n", "\r\n").encode())
     assert read_manifest(str(path)).kernel == "main_attention_0"
+
+
+def test_index_bits():
+    assert parse_manifest(DOC_EXAMPLE).index_bits == 64
+    assert parse_manifest(DOC_EXAMPLE + "index_bits 32\n").index_bits == 32
+    with pytest.raises(ManifestError, match=r":23: expected 32 or 64 for "
+                       "'index_bits', got 16"):
+        parse_manifest(DOC_EXAMPLE + "index_bits 16\n")

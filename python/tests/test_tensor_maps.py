@@ -11,7 +11,7 @@ import pytest
 from fa_opt import cuda_driver
 from fa_opt.layout import TMA_MAX_DIM, TensorMapArgs, tensor_map_args
 from fa_opt.manifest import TensorMap, parse_manifest
-from fa_opt.runtime import tensor_maps_for
+from fa_opt.runtime import batch_chunk, tensor_maps_for
 
 from test_manifest import DOC_EXAMPLE, V3
 
@@ -304,3 +304,39 @@ def test_map_cache_is_bounded_and_keeps_no_failure(monkeypatch):
     assert list(cuda_driver._encoded) == args[1:]
     cuda_driver.encode_tensor_map(args[0])
     assert len(fake.encoded) == 5
+
+
+# --- batch chunks of kernels with 32-bit indices (runtime.batch_chunk) -------
+
+def test_batch_chunk_of_64_bit_kernels_is_the_grid_limit():
+    m = parse_manifest(MANIFEST)
+    assert m.index_bits == 64
+    assert batch_chunk(m, tensors(70000, 4096, 4096)) == 65535
+
+
+def test_batch_chunk_keeps_32_bit_offsets_below_2_31():
+    m = parse_manifest(MANIFEST + "index_bits 32\n")
+    assert m.index_bits == 32
+    t = tensors(70000, 4096, 4096)
+    step = batch_chunk(m, t)
+    # q and k (bf16 [B, 4096, 64]) bound it: 8192 batches end exactly at
+    # element 2^31 - 1; o (f32 [B, 4096, 32]) would allow 16384.
+    assert step == 8192
+    for name in m.params:
+        _, sizes, strides, _ = t[name]
+        last = (step - 1) * strides[0] + sum(
+            (n - 1) * s for n, s in zip(sizes[1:], strides[1:]))
+        assert last <= 2**31 - 1
+    # One more batch would pass it (q's last element of one batch is at
+    # its batch stride - 1).
+    assert step * t["q"][2][0] + t["q"][2][0] - 1 > 2**31 - 1
+
+
+def test_batch_chunk_rejects_one_batch_of_2_31_elements():
+    m = parse_manifest(MANIFEST + "index_bits 32\n")
+    # q: 2^25 rows of 64 end at element 2^31 - 1, one more row does not fit.
+    assert batch_chunk(m, tensors(3, 2**25, 8)) == 1
+    with pytest.raises(ValueError, match="compiled with 32-bit indices "
+                       r"\(index_bits 32\): one batch of 'q' spans 2147483712 "
+                       "elements"):
+        batch_chunk(m, tensors(3, 2**25 + 1, 8))

@@ -32,14 +32,14 @@ struct KeyRule {
 };
 
 const KeyRule kKeyRules[] = {
-    {"version", true, 1},       {"kernel", true, 1},     {"ptx", true, 1},
-    {"chip", false, 1},         {"dtype", true, 1},      {"o_dtype", false, 1},
-    {"causal", true, 1},        {"scale", true, 1},      {"batch", true, 1},
-    {"batch_shape", false, -1}, {"seqlen_q", true, 1},   {"seqlen_k", true, 1},
-    {"head_dim", true, 1},      {"head_dim_v", true, 1}, {"has_lse", true, 1},
-    {"block_m", true, 1},       {"block_n", false, 1},   {"threads", true, 1},
-    {"shared_bytes", false, 1}, {"params", false, -1},   {"grid", false, 3},
-    {"row_align", false, 1},
+    {"version", true, 1},       {"kernel", true, 1},      {"ptx", true, 1},
+    {"chip", false, 1},         {"dtype", true, 1},       {"o_dtype", false, 1},
+    {"causal", true, 1},        {"scale", true, 1},       {"batch", true, 1},
+    {"batch_shape", false, -1}, {"seqlen_q", true, 1},    {"seqlen_k", true, 1},
+    {"head_dim", true, 1},      {"head_dim_v", true, 1},  {"has_lse", true, 1},
+    {"block_m", true, 1},       {"block_n", false, 1},    {"threads", true, 1},
+    {"shared_bytes", false, 1}, {"params", false, -1},    {"grid", false, 3},
+    {"row_align", false, 1},    {"index_bits", false, 1},
 };
 
 const char *const kGridNames[] = {"batch",    "seqlen_q",  "seqlen_k",
@@ -550,6 +550,10 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
         } else if (key == "row_align") {
           if (!count(false, manifest.rowAlign))
             return invalid(value, "a non-negative integer");
+        } else if (key == "index_bits") {
+          if (value != "32" && value != "64")
+            return invalid(value, "32 or 64");
+          manifest.indexBits = value == "32" ? 32 : 64;
         } else if (key == "has_lse") {
           if (value != "0" && value != "1")
             return invalid(value, "0 or 1");
@@ -686,6 +690,37 @@ faRtStatus fa::rt::checkLaunchShape(const Manifest &manifest,
                              ") was compiled for " + dim.name + " " +
                              std::to_string(dim.expected) + ", got " +
                              std::to_string(dim.given));
+  }
+  // 32-bit indices: each element offset the kernel computes must fit in an
+  // i32, so every tensor (q, k, v, o, lse, and the backward's do, dq, dk,
+  // dv and scratch, none larger than these) must have fewer than 2^31
+  // elements.
+  if (manifest.indexBits == 32) {
+    struct Tensor {
+      const char *name;
+      int64_t rows, cols;
+    } tensors[] = {{"q", shape.seqlenQ, manifest.headDim},
+                   {"k", shape.seqlenK, manifest.headDim},
+                   {"v", shape.seqlenK, manifest.headDimV},
+                   {"o", shape.seqlenQ, manifest.headDimV}};
+    for (const Tensor &t : tensors) {
+      // Non-negative (checked above); below 2^126 and then 2^94: no
+      // overflow.
+      const unsigned __int128 limit = static_cast<unsigned __int128>(1) << 31;
+      unsigned __int128 elements =
+          static_cast<unsigned __int128>(shape.batch) * t.rows;
+      if (elements < limit)
+        elements *= static_cast<unsigned __int128>(t.cols);
+      if (elements >= limit)
+        return reportError(
+            FA_RT_ERROR_SHAPE,
+            "kernel '" + manifest.kernel + "' (" + manifest.path +
+                ") was compiled with 32-bit indices (index_bits 32) and "
+                "takes tensors of fewer than 2^31 elements, got " +
+                t.name + " of " + std::to_string(shape.batch) + " x " +
+                std::to_string(t.rows) + " x " + std::to_string(t.cols) +
+                " (compile with index-bitwidth=64)");
+    }
   }
   return FA_RT_SUCCESS;
 }
@@ -917,6 +952,8 @@ Manifest fa::rt::BackwardManifest::kernelView(size_t i) const {
   view.seqlenK = seqlenK;
   view.headDim = headDim;
   view.headDimV = headDimV;
+  view.rowAlign = rowAlign;
+  view.indexBits = indexBits;
   view.blockM = kernels[i].blockM;
   view.blockN = kernels[i].blockN;
   view.threads = kernels[i].threads;
@@ -940,8 +977,8 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
       "version", "op",    "name",     "ptx",      "dtype",    "causal",
       "scale",   "batch", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v"};
   static const char *const headerOptional[] = {
-      "chip",     "o_dtype",  "do_dtype",    "dq_dtype",
-      "dk_dtype", "dv_dtype", "batch_shape", "deterministic", "row_align"};
+      "chip",     "o_dtype",     "do_dtype",      "dq_dtype",  "dk_dtype",
+      "dv_dtype", "batch_shape", "deterministic", "row_align", "index_bits"};
   static const char *const kernelKeys[] = {"threads",      "block_m", "block_n",
                                            "shared_bytes", "params",  "grid"};
   auto isIn = [](const std::string &key, auto &list) {
@@ -1171,6 +1208,10 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
         } else if (key == "row_align") {
           if (!parseCount(value, false, manifest.rowAlign))
             return invalid(value, "a non-negative integer");
+        } else if (key == "index_bits") {
+          if (value != "32" && value != "64")
+            return invalid(value, "32 or 64");
+          manifest.indexBits = value == "32" ? 32 : 64;
         } else {
           faRtDtype dtype;
           if (!parseDtype(value, dtype))

@@ -301,6 +301,37 @@ static void testLaunchShape() {
   EXPECT(contains(faRtGetLastError(), "compiled for batch 16, got 8"));
   EXPECT_EQ(fa::rt::checkLaunchShape(m, {16, -1, 300}), FA_RT_ERROR_SHAPE);
   EXPECT(contains(faRtGetLastError(), "expected seqlen_q >= 0, got -1"));
+
+  // index_bits 32: every tensor (batch 16 x T x 64 here) below 2^31
+  // elements; a missing key is 64 (no limit but the dims').
+  EXPECT_EQ(m.indexBits, 64);
+  EXPECT_EQ(fa::rt::checkLaunchShape(m, {16, 1 << 21, 300}), FA_RT_SUCCESS);
+  Manifest narrow;
+  EXPECT_EQ(fa::rt::parseManifest(
+                withLine("shared_bytes", "shared_bytes 0\nindex_bits 32"),
+                "n.manifest", narrow),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(narrow.indexBits, 32);
+  EXPECT_EQ(fa::rt::checkLaunchShape(narrow, {16, (1 << 21) - 1, 7}),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::checkLaunchShape(narrow, {16, 1 << 21, 7}),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(),
+                  "kernel 'main_attention_0' (n.manifest) was compiled with "
+                  "32-bit indices (index_bits 32) and takes tensors of fewer "
+                  "than 2^31 elements, got q of 16 x 2097152 x 64"));
+  EXPECT_EQ(fa::rt::checkLaunchShape(narrow, {16, 7, 1 << 21}),
+            FA_RT_ERROR_SHAPE);
+  EXPECT(contains(faRtGetLastError(), "got k of 16 x 2097152 x 64"));
+  // Products far past 2^64 are rejected, not wrapped around.
+  EXPECT_EQ(fa::rt::checkLaunchShape(narrow, {16, int64_t(1) << 62, 7}),
+            FA_RT_ERROR_SHAPE);
+  Manifest bad;
+  EXPECT_EQ(fa::rt::parseManifest(
+                withLine("shared_bytes", "shared_bytes 0\nindex_bits 16"),
+                "b.manifest", bad),
+            FA_RT_ERROR_MANIFEST);
+  EXPECT(contains(faRtGetLastError(), "32 or 64"));
 }
 
 static void testGrid() {

@@ -120,6 +120,7 @@
 // MANIFEST: block_n 160
 // MANIFEST: threads 384
 // MANIFEST: shared_bytes 229456
+// MANIFEST: index_bits 32
 // MANIFEST: params q k v o lse
 // MANIFEST-NEXT: tensor_map q 64 128 128
 // MANIFEST-NEXT: tensor_map k 64 160 128
@@ -129,9 +130,12 @@
 
 // Head dim 64 with a causal mask: the producer warpgroup with three
 // consumer warpgroups (block_m 192, 512 threads) and 128-key tiles.
+// 32-bit indices (index-bitwidth=0's choice here and at head dim 128, not
+// at head dim 64 without a mask, nor in the backward).
 // MANIFEST64: block_m 192
 // MANIFEST64: block_n 128
 // MANIFEST64: threads 512
+// MANIFEST64: index_bits 32
 // MANIFEST64: params q k v o
 // MANIFEST64-NEXT: tensor_map q 64 192 128
 // MANIFEST64-NEXT: tensor_map k 64 128 128
@@ -152,6 +156,26 @@
 // Head dim 64 without mask: the same 12-warp shape, no spills.
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d64_none_attention_0.ptx -o %t/g.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: FileCheck %s --check-prefix=MANIFEST64N < %t/bf16_d64_none_attention_0.manifest
+// RUN: FileCheck %s --check-prefix=PARAMS64 < %t/bf16_d64_none_attention_0.ptx
+// RUN: FileCheck %s --check-prefix=PARAMS32 < %t/f16_d64_causal_attention_0.ptx
+// RUN: not grep -q index_bits %t/bwd_f16_d64_attention_backward_0.manifest %t/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a index-bitwidth=64 output-dir=%t/i64" -o /dev/null
+// RUN: not grep -q index_bits %t/i64/bf16_d128_none_attention_0.manifest %t/i64/f16_d64_causal_attention_0.manifest
+// RUN: FileCheck %s --check-prefix=PARAMS64 < %t/i64/f16_d64_causal_attention_0.ptx
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a index-bitwidth=32 output-dir=%t/i32" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PARAMS32 < %t/i32/bf16_d64_none_attention_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/i32/bf16_d64_none_attention_0.ptx -o %t/i32a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a index-bitwidth=16 output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRINDEX
+// ERRINDEX: error: fa-to-ptx: expected index-bitwidth 32 or 64, or 0 for the kernel's choice, got 16
+// The memref params: pointers, then the offset, sizes and strides in the
+// index type's width.
+// PARAMS64: .param .u64 .ptr .align 1 {{.*}}_param_0,
+// PARAMS64-NEXT: .param .u64 .ptr .align 1 {{.*}}_param_1,
+// PARAMS64-NEXT: .param .u64 {{.*}}_param_2,
+// PARAMS32: .param .u64 .ptr .align 1 {{.*}}_param_0,
+// PARAMS32-NEXT: .param .u64 .ptr .align 1 {{.*}}_param_1,
+// PARAMS32-NEXT: .param .u32 {{.*}}_param_2,
+// MANIFEST64N-NOT: index_bits
 // MANIFEST64N: block_m 192
 // MANIFEST64N: block_n 128
 // MANIFEST64N: threads 512

@@ -48,6 +48,7 @@
 // MANIFEST-NEXT:threads 512
 // MANIFEST-NEXT:shared_bytes 90184
 // MANIFEST-NEXT:row_align 16
+// MANIFEST-NEXT:index_bits 32
 // MANIFEST-NEXT:params q k v o lse
 // MANIFEST-NEXT:tensor_map q 64 192 128
 // MANIFEST-NEXT:tensor_map k 64 128 128

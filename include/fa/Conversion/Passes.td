@@ -358,6 +358,24 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "kernels otherwise); dq is then not bitwise reproducible. The "
            "scalar and mma.sync backward kernels are not affected (they add "
            "dq with atomics unless `deterministic`)">,
+    Option<"indexBitwidth", "index-bitwidth", "int64_t", /*default=*/"64",
+           "Bits of the TMA wgmma fa.attention kernels' `index` type, 32 "
+           "or 64, or 0 for the kernel's choice (32 with the "
+           "producer warpgroup at head dim 128, and at head dim 64 with a "
+           "causal mask, where it measured 1-2.5% faster on the H200; else "
+           "64). With 32 the gpu.module gets `dlti.dl_spec<index = 32>`, "
+           "which upstream's GPU and NVGPU to NVVM conversions follow "
+           "(memref sizes, strides and offsets become 32-bit kernel "
+           "parameters, index arithmetic 32-bit), and the manifest says "
+           "`index_bits 32`: every tensor of the op must then hold fewer "
+           "than 2^31 elements (static shapes over that: an error on the "
+           "op; dynamic ones: the runtime's check at launch). The other "
+           "kernels keep 64-bit indices: the mma.sync and cp.async wgmma "
+           "forward (their nvgpu ops are lowered with 64-bit indices), the "
+           "scalar one, and the fa.attention_backward kernels (their f32 "
+           "scratch addresses come from "
+           "memref.extract_aligned_pointer_as_index). Other values: an "
+           "error (on the module)">,
     Option<"backwardProducerWarp", "backward-producer-warp", "std::string",
            /*default=*/"\"false\"",
            "fa.attention_backward on the TMA wgmma kernels with dq atomics "
@@ -383,6 +401,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::DLTIDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",

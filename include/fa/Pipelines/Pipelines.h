@@ -165,6 +165,21 @@ struct FAToPTXPipelineOptions
                      "deterministic=true, dq-atomics=false or "
                      "features=+ptx80: an error"),
       llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> indexBitwidth{
+      *this, "index-bitwidth",
+      llvm::cl::desc(
+          "Bits of the TMA wgmma fa.attention kernels' index "
+          "type, 32 or 64, or 0: 32 for the producer "
+          "warpgroup kernels at head dim 128 and at head dim 64 with a "
+          "causal mask, else 64 (convert-fa-to-gpu). 32 makes "
+          "the memref sizes, strides and offsets 32-bit kernel "
+          "parameters and needs every tensor to hold fewer than "
+          "2^31 elements (static shapes: an error here; dynamic: "
+          "the runtime checks at launch, manifest `index_bits "
+          "32`; the Python package splits the batch). The "
+          "other forward kernels and the backward keep 64; other "
+          "values: an error"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> cudaPath{
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit holding nvvm/libdevice/libdevice.10.bc; "

@@ -34,10 +34,10 @@ using namespace mlir::fa;
 /// `ptx` and `chip` come first and are written separately. Other keys follow
 /// in alphabetical order.
 static constexpr llvm::StringLiteral kKeyOrder[] = {
-    "dtype",       "o_dtype",  "causal",   "scale",    "batch",
-    "batch_shape", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v",
-    "has_lse",     "block_m",  "block_n",  "threads",  "shared_bytes",
-    "row_align",   "params",   "tensor_map", "grid"};
+    "dtype",       "o_dtype",    "causal",   "scale",      "batch",
+    "batch_shape", "seqlen_q",   "seqlen_k", "head_dim",   "head_dim_v",
+    "has_lse",     "block_m",    "block_n",  "threads",    "shared_bytes",
+    "row_align",   "index_bits", "params",   "tensor_map", "grid"};
 
 /// Keys whose array value is written as one line per element.
 static bool isRepeatedKey(StringRef key) { return key == "tensor_map"; }
@@ -82,10 +82,10 @@ static void printLine(llvm::raw_ostream &os, StringRef key, Attribute value) {
 /// The header keys of a backward manifest (versions 2 and 4) in the order of
 /// docs/ARTIFACTS.md, after `version`, `op`, `name`, `ptx` and `chip`.
 static constexpr llvm::StringLiteral kBackwardKeyOrder[] = {
-    "dtype",      "o_dtype",     "do_dtype", "dq_dtype", "dk_dtype",
-    "dv_dtype",   "causal",      "scale",    "batch",    "batch_shape",
-    "seqlen_q",   "seqlen_k",    "head_dim", "head_dim_v",
-    "deterministic", "row_align"};
+    "dtype",     "o_dtype",   "do_dtype", "dq_dtype",   "dk_dtype",
+    "dv_dtype",  "causal",    "scale",    "batch",      "batch_shape",
+    "seqlen_q",  "seqlen_k",  "head_dim", "head_dim_v", "deterministic",
+    "row_align", "index_bits"};
 
 /// The keys of one kernel section of a backward manifest, in order.
 static constexpr llvm::StringLiteral kKernelKeyOrder[] = {

@@ -31,19 +31,20 @@
 #include "KernelUtils.h"
 #include "TensorCoreKernels.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -902,6 +903,79 @@ static std::string kernelBaseName(StringRef funcName) {
   return name;
 }
 
+/// The bits of the forward kernel's `index` type. Only the TMA wgmma
+/// kernels take 32 (the mma.sync kernels' nvgpu ops are lowered with 64-bit
+/// indices, and the others were not checked on a GPU with 32): `option`
+/// (32 or 64) when given, else 32 with the producer warpgroup at head dim
+/// 128, and at head dim 64 with a causal mask (1-2.5% faster on the H200;
+/// 1-4% slower at head dim 64 without a mask: docs/PERFORMANCE.md,
+/// twenty-second run), else 64.
+static int64_t forwardIndexBitwidth(const KernelShape &ks, int64_t option) {
+  if (!ks.tma)
+    return 64;
+  if (option)
+    return option;
+  bool measuredFaster =
+      ks.producerWarp &&
+      ((ks.d == 128 && ks.dv == 128) ||
+       (ks.d == 64 && ks.dv == 64 && ks.causal != CausalKind::none));
+  return measuredFaster ? 32 : 64;
+}
+
+/// With 32-bit indices, every element offset a kernel computes must fit in
+/// an i32: rejects `op` when a tensor operand or result has static
+/// dimensions whose product is 2^31 or more. Dynamic dimensions are the
+/// runtime's check.
+static LogicalResult checkIndexBitwidth(Operation *op, int64_t indexBitwidth) {
+  if (indexBitwidth == 64)
+    return success();
+  auto check = [&](Value value, StringRef what, unsigned n) -> LogicalResult {
+    auto type = dyn_cast<ShapedType>(value.getType());
+    if (!type || !type.hasRank())
+      return success();
+    uint64_t elements = 1;
+    for (int64_t size : type.getShape()) {
+      if (ShapedType::isDynamic(size))
+        continue;
+      elements = std::min<uint64_t>(elements * static_cast<uint64_t>(size),
+                                    uint64_t(1) << 62);
+    }
+    if (elements <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+      return success();
+    return op->emitOpError("expected fewer than 2^31 elements in each tensor "
+                           "with index-bitwidth=32, but ")
+           << what << " #" << n << " has " << elements
+           << " (compile it with index-bitwidth=64)";
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    if (failed(check(operand.get(), "operand", operand.getOperandNumber())))
+      return failure();
+  for (OpResult result : op->getResults())
+    if (failed(check(result, "result", result.getResultNumber())))
+      return failure();
+  return success();
+}
+
+/// Gives the kernel of `kernels` `index` values of `indexBitwidth` bits
+/// (a DLTI data layout on the gpu.module, which upstream's conversions to
+/// LLVM follow) and records 32 in the manifest (`index_bits`; runtimes read
+/// a missing key as 64).
+static void setIndexBitwidth(gpu::GPUModuleOp kernels, DictionaryAttr &manifest,
+                             int64_t indexBitwidth) {
+  if (indexBitwidth == 64)
+    return;
+  MLIRContext *ctx = kernels.getContext();
+  Builder b(ctx);
+  kernels->setAttr(
+      DLTIDialect::kDataLayoutAttrName,
+      DataLayoutSpecAttr::get(
+          ctx, {DataLayoutEntryAttr::get(IndexType::get(ctx),
+                                         b.getI64IntegerAttr(indexBitwidth))}));
+  NamedAttrList entries(manifest);
+  entries.set("index_bits", b.getI64IntegerAttr(indexBitwidth));
+  manifest = entries.getDictionary(ctx);
+}
+
 namespace {
 
 struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
@@ -948,6 +1022,14 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
           << options.tilesPerBlock;
       return signalPassFailure();
     }
+    if (indexBitwidth != 0 && indexBitwidth != 32 && indexBitwidth != 64) {
+      emitError(module.getLoc(), "convert-fa-to-gpu: expected "
+                                 "index-bitwidth 32 or 64, or 0 for the "
+                                 "kernel's choice, got ")
+          << static_cast<int64_t>(indexBitwidth);
+      return signalPassFailure();
+    }
+    options.indexBitwidth = indexBitwidth;
     if (options.maxSharedBytes < 1) {
       emitError(module.getLoc(), "convert-fa-to-gpu: expected a positive "
                                  "max-shared-bytes (bytes of workgroup "
@@ -1022,7 +1104,10 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         failedAny = true;
       }
       for (size_t n = 0, e = ops.size(); n < e; ++n) {
-        if (failed(getKernelShape(ops[n], options)))
+        FailureOr<KernelShape> ks = getKernelShape(ops[n], options);
+        if (failed(ks) ||
+            failed(checkIndexBitwidth(
+                ops[n], forwardIndexBitwidth(*ks, options.indexBitwidth))))
           failedAny = true;
         std::string name = (kernelBaseName(func.getSymName()) + "_attention_" + Twine(n)).str();
         if (symbols.lookup(name)) {
@@ -1061,8 +1146,13 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         std::string name = (kernelBaseName(func.getSymName()) + "_attention_" + Twine(n)).str();
         DictionaryAttr manifest;
         // Cannot fail: every op passed getKernelShape above.
-        if (failed(buildAttentionKernel(builder, op, name, options, manifest)))
+        FailureOr<gpu::GPUModuleOp> kernels =
+            buildAttentionKernel(builder, op, name, options, manifest);
+        if (failed(kernels))
           return signalPassFailure();
+        setIndexBitwidth(*kernels, manifest,
+                         forwardIndexBitwidth(*getKernelShape(op, options),
+                                              options.indexBitwidth));
         manifests.push_back(builder.getNamedAttr(name, manifest));
       }
       for (auto [n, op] : llvm::enumerate(bwdHosts.lookup(func))) {

@@ -123,6 +123,8 @@ struct AttentionKernelOptions {
   /// (FlashAttention-3, Section 3.1); needs a query tile (block-m) that is
   /// a multiple of 64.
   BackwardProducerWarp backwardProducerWarp = BackwardProducerWarp::Off;
+  /// Bits of the kernels' `index` type, 32 or 64 (see the pass option).
+  int64_t indexBitwidth = 64;
 };
 
 /// Builds, at the insertion point of `builder` (a block of a module), a

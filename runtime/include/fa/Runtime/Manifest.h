@@ -67,6 +67,12 @@ struct Manifest {
   /// absent: element alignment only). The tensor-core kernels copy rows
   /// with 16-byte cp.async.
   int64_t rowAlign = 0;
+  /// Bits of the kernel's index type (`index_bits`, 32 or 64; absent: 64).
+  /// With 32 the memref sizes, strides and offsets are 32-bit parameters
+  /// (cuLaunchKernel copies the low four bytes of each 64-bit value: the
+  /// hosts are little-endian) and every tensor must hold fewer than 2^31
+  /// elements (checkLaunchShape).
+  int64_t indexBits = 64;
   std::vector<std::string> params; ///< q k v o [lse]
   std::array<std::string, 3> grid; ///< x, y, z expressions
   /// Extra by-value kernel parameters after params, in manifest order
@@ -205,6 +211,8 @@ struct BackwardManifest {
   /// Bytes each q/k/v/o/do/dq/dk/dv row start must be a multiple of
   /// (`row_align`; 0 or absent: element alignment only).
   int64_t rowAlign = 0;
+  /// Bits of the kernels' index type (`index_bits`; see Manifest).
+  int64_t indexBits = 64;
   std::vector<ScratchBuffer> scratch;
   std::vector<KernelLaunch> kernels;
   std::string ptxPath() const; ///< ptx resolved against dir

@@ -1,0 +1,28 @@
+// RUN: fa-opt %s -split-input-file -verify-diagnostics -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 index-bitwidth=32"
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="index-bitwidth=48" 2>&1 | FileCheck %s --check-prefix=VALUE
+// With 64-bit indices the same ops lower.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 index-bitwidth=64" | FileCheck %s --check-prefix=WIDE
+// Dynamic dims do not count: the static ones alone stay below 2^31.
+// RUN: sed -e 's/8192x2048x128/?x2048x128/g' -e 's/2x8388608x128/2x?x128/g' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 index-bitwidth=32" | FileCheck %s --check-prefix=DYNAMIC
+
+// VALUE: error: convert-fa-to-gpu: expected index-bitwidth 32 or 64, or 0 for the kernel's choice, got 48
+// WIDE: gpu.module @q_too_large_attention_0 {
+// WIDE: gpu.module @k_too_large_attention_0 {
+// DYNAMIC: gpu.module @q_too_large_attention_0 attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>}
+// DYNAMIC: gpu.module @k_too_large_attention_0 attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>}
+
+// q and o: 8192 x 2048 x 128 = 2^31 elements.
+func.func @q_too_large(%q: tensor<8192x2048x128xbf16>, %k: tensor<8192x64x128xbf16>, %v: tensor<8192x64x128xbf16>) -> tensor<8192x2048x128xbf16> {
+  // expected-error @+1 {{expected fewer than 2^31 elements in each tensor with index-bitwidth=32, but operand #0 has 2147483648 (compile it with index-bitwidth=64)}}
+  %o = fa.attention %q, %k, %v : tensor<8192x2048x128xbf16>, tensor<8192x64x128xbf16>, tensor<8192x64x128xbf16> -> tensor<8192x2048x128xbf16>
+  return %o : tensor<8192x2048x128xbf16>
+}
+
+// -----
+
+// k and v only (q, o and lse are small; lse is a result).
+func.func @k_too_large(%q: tensor<2x64x128xbf16>, %k: tensor<2x?x128xbf16>, %v: tensor<2x8388608x128xbf16>) -> (tensor<2x64x128xbf16>, tensor<2x64xf32>) {
+  // expected-error @+1 {{expected fewer than 2^31 elements in each tensor with index-bitwidth=32, but operand #2 has 2147483648}}
+  %o, %lse = fa.attention %q, %k, %v : tensor<2x64x128xbf16>, tensor<2x?x128xbf16>, tensor<2x8388608x128xbf16> -> tensor<2x64x128xbf16>, tensor<2x64xf32>
+  return %o, %lse : tensor<2x64x128xbf16>, tensor<2x64xf32>
+}
