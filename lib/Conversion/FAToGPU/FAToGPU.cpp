@@ -904,8 +904,8 @@ static std::string kernelBaseName(StringRef funcName) {
 }
 
 /// The bits of the forward kernel's `index` type. Only the TMA wgmma
-/// kernels take 32 (the mma.sync kernels' nvgpu ops are lowered with 64-bit
-/// indices, and the others were not checked on a GPU with 32): `option`
+/// kernels take 32 (convert-nvgpu-to-nvvm lowers the mma.sync kernels' nvgpu
+/// ops with 64-bit indices, and the others were not checked with 32): `option`
 /// (32 or 64) when given, else 32 with the producer warpgroup at head dim
 /// 128, and at head dim 64 with a causal mask (1-2.5% faster on the H200;
 /// 1-4% slower at head dim 64 without a mask: docs/PERFORMANCE.md,
