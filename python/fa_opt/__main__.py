@@ -121,6 +121,12 @@ def _parser():
                         "reproducible (passed as fa-to-ptx's "
                         "deterministic=; default: fa-to-ptx's default, "
                         "false)")
+    c.add_argument("--index-bitwidth", type=int, choices=(0, 32, 64),
+                   help="sm_90a TMA wgmma forward: bits of the kernel's "
+                        "index type (passed as fa-to-ptx's "
+                        "index-bitwidth=; default: fa-to-ptx's default, 0: "
+                        "32 at head dim 128 and at 64 with a causal mask, "
+                        "else 64)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -155,7 +161,8 @@ def _options(args) -> CompileOptions:
                           backward_producer_warp=(
                               "auto" if args.backward_producer_warp == "auto"
                               else flag(args.backward_producer_warp)),
-                          deterministic=flag(args.deterministic))
+                          deterministic=flag(args.deterministic),
+                          index_bitwidth=args.index_bitwidth)
 
 
 def _compile(args, sub) -> int:

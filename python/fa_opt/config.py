@@ -188,6 +188,11 @@ class CompileOptions:
     # default (false). fa_opt.attention's backward asks for it by itself
     # under torch.use_deterministic_algorithms(True).
     deterministic: Optional[bool] = None
+    # Bits of the sm_90a TMA forward's index type (`index-bitwidth=0|32|64`):
+    # 32 makes its offsets 32-bit (tensors of 2^31 elements or more are
+    # launched in batch chunks by fa_opt.runtime); 0 is fa-to-ptx's default
+    # (32 at head dim 128, and at 64 with a causal mask); None keeps it.
+    index_bitwidth: Optional[int] = None
     extra: tuple = field(default=())  # further "key=value" pipeline options
 
     def __post_init__(self):
@@ -196,16 +201,20 @@ class CompileOptions:
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be True, False or None, got "
                                 f"{value!r}")
-        tiles = self.tiles_per_block
-        if tiles is not None:
-            if isinstance(tiles, bool) or not isinstance(tiles,
+        for name, choices in (("tiles_per_block", (0, 1, 2)),
+                              ("index_bitwidth", (0, 32, 64))):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            words = ", ".join(map(str, choices[:-1])) + f" or {choices[-1]}"
+            if isinstance(value, bool) or not isinstance(value,
                                                          numbers.Integral):
-                raise TypeError("tiles_per_block must be an integer (0, 1 "
-                                f"or 2) or None, got {tiles!r}")
-            if tiles not in (0, 1, 2):
-                raise ValueError("tiles_per_block must be 0, 1 or 2, got "
-                                 f"{tiles!r}")
-            object.__setattr__(self, "tiles_per_block", int(tiles))
+                raise TypeError(f"{name} must be an integer ({words}) or "
+                                f"None, got {value!r}")
+            if value not in choices:
+                raise ValueError(f"{name} must be {words}, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        tiles = self.tiles_per_block
         if tiles == 2 and self.producer_warp is False:
             raise ValueError("tiles_per_block=2 needs the producer "
                              "warpgroup: it cannot be combined with "
@@ -254,6 +263,8 @@ class CompileOptions:
         if self.deterministic is not None:
             opts.append("deterministic="
                         f"{'true' if self.deterministic else 'false'}")
+        if self.index_bitwidth is not None:
+            opts.append(f"index-bitwidth={self.index_bitwidth}")
         opts.extend(self.extra)
         return opts
 

@@ -48,6 +48,8 @@ def _error_line(err):
      "argument --producer-warp: invalid choice: '1'"),
     (["compile", "--tiles-per-block", "3"],
      "argument --tiles-per-block: invalid choice: 3"),
+    (["compile", "--index-bitwidth", "16"],
+     "argument --index-bitwidth: invalid choice: 16"),
     (["compile", "--tiles-per-block", "2", "--producer-warp", "false"],
      "tiles_per_block=2 needs the producer warpgroup: it cannot be combined "
      "with producer_warp=False"),

@@ -74,6 +74,19 @@ def test_compile_options_command_line():
     with pytest.raises(TypeError,
                        match="producer_warp must be True, False or None"):
         CompileOptions(producer_warp=1)
+    # index_bitwidth: 0 (fa-to-ptx's default), 32 or 64.
+    assert CompileOptions(index_bitwidth=32).pipeline_options() == \
+        ["chip=sm_90a", "index-bitwidth=32"]
+    assert CompileOptions(**CompileOptions(
+        index_bitwidth=64).to_dict()).index_bitwidth == 64
+    for bad in (True, 32.0, "32"):
+        with pytest.raises(TypeError, match="index_bitwidth must be an "
+                           "integer"):
+            CompileOptions(index_bitwidth=bad)
+    for bad in (16, -1, 128):
+        with pytest.raises(ValueError,
+                           match="index_bitwidth must be 0, 32 or 64"):
+            CompileOptions(index_bitwidth=bad)
     # tiles_per_block: 0 (fa-to-ptx's default), 1 or 2.
     assert CompileOptions(tiles_per_block=2).pipeline_options() == \
         ["chip=sm_90a", "tiles-per-block=2"]
