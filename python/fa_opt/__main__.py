@@ -125,7 +125,8 @@ def _parser():
                    help="sm_90a TMA wgmma forward: bits of the kernel's "
                         "index type (passed as fa-to-ptx's "
                         "index-bitwidth=; default: fa-to-ptx's default, 0: "
-                        "32 at head dim 128 and at 64 with a causal mask, "
+                        "32 at D = Dv = 128 and at D = Dv = 64 with a "
+                        "causal mask, "
                         "else 64)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")

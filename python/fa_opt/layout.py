@@ -61,6 +61,15 @@ def memref_params(ptr: int, sizes: Sequence[int], strides: Sequence[int],
     return [ptr, ptr, offset, *sizes, *strides]
 
 
+def one_batch_span(sizes: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements from the first to the last element of one batch entry of a
+    ``[batch, ...]`` view (0 when it has none): the offsets a kernel
+    reaches within one batch."""
+    if 0 in sizes[1:]:
+        return 0
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(sizes[1:], strides[1:]))
+
+
 def rank3(sizes: Sequence[int], strides: Sequence[int]
           ) -> Optional[Tuple[List[int], List[int]]]:
     """The ``[batch, T, D]`` sizes and strides of a tensor, or None when its

@@ -339,10 +339,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
              "scale", "batch", "batch_shape", "seqlen_q", "seqlen_k",
              "head_dim", "head_dim_v", "has_lse", "block_m", "block_n",
              "threads", "shared_bytes", "params", "grid", "index_bits"}
-    index_bits = integer("index_bits", 64)
-    if index_bits not in (32, 64):
-        raise ManifestError(f"{where('index_bits')}: expected 32 or 64 for "
-                            f"'index_bits', got {index_bits}")
+    index_bits = _index_bits(one("index_bits", "64"), where("index_bits"))
     manifest = Manifest(
         path=path, kernel=one("kernel"), ptx=ptx, version=version,
         chip=values.get("chip", [None])[0], dtype=dtype, o_dtype=o_dtype,
@@ -372,6 +369,15 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
     _check_tensor_maps(manifest, path, lines.get("version", 0))
     compile_grid(manifest.grid, manifest)  # reject bad expressions early
     return manifest
+
+
+def _index_bits(text: str, where: str) -> int:
+    """An ``index_bits`` value: exactly ``32`` or ``64``, as the C++ runtime
+    reads it."""
+    if text not in ("32", "64"):
+        raise ManifestError(f"{where}: expected 32 or 64 for 'index_bits', "
+                            f"got {text}")
+    return int(text)
 
 
 def _check_ranges(m: Manifest, where: str) -> None:
@@ -427,7 +433,7 @@ _BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
 _BWD_HEADER_KEYS = _BWD_HEADER_REQUIRED + (
     "causal", "scale", "batch", "seqlen_q", "seqlen_k", "chip", "o_dtype",
     "do_dtype", "dq_dtype", "dk_dtype", "dv_dtype", "batch_shape",
-    "deterministic", "row_align")
+    "deterministic", "row_align", "index_bits")
 _SECTION_KEYS = ("kernel", "threads", "block_m", "block_n", "shared_bytes",
                  "params", "grid")
 
@@ -588,6 +594,8 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                             f"tensor maps)")
     o_dtype = dtype_of("o_dtype", dtype)
     do_dtype = dtype_of("do_dtype", o_dtype)
+    index_bits = _index_bits(one(header, "index_bits", "64"),
+                             f"{path}")
     kernels = []
     for sec, maps in zip(sections, section_maps):
         name = one(sec, "kernel")
@@ -609,7 +617,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                 threads=_int(one(sec, "threads")),
                 shared_bytes=_int(one(sec, "shared_bytes", "0")),
                 params=list(sec["params"]), grid=tuple(sec["grid"]),
-                tensor_maps=maps, do_dtype=do_dtype)
+                tensor_maps=maps, do_dtype=do_dtype, index_bits=index_bits)
         except ValueError:
             raise ManifestError(f"{path}: kernel {name}: malformed number")
         for param in m.params:

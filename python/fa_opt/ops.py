@@ -18,7 +18,7 @@ except ModuleNotFoundError as _err:  # a clear message, not a bare "No module na
 
 from .checks import Problem, check_inputs, check_sdpa_args
 from .config import AttentionConfig, chip_for_capability, normalize_causal
-from .layout import rank2, rank3
+from .layout import one_batch_span, rank2, rank3
 from .memo import BoundedMemo
 from .runtime import KernelSet, deterministic_backward, launch, registry
 
@@ -85,11 +85,13 @@ def _as_memref(name: str, t: torch.Tensor, inputs=None):
     of param ``name``: rank 3 ``[batch, T, D]`` for q k v o do dq dk dv,
     rank 2 ``[batch, T]`` for lse. Copies ``t`` when its batch dims do not
     flatten (fa_opt.layout), or when ``name`` is in ``inputs`` (default
-    ``_INPUTS``) and its rows are not 16-byte aligned."""
+    ``_INPUTS``) and its rows are not 16-byte aligned or one batch entry
+    spans 2^31 elements or more (:func:`_too_wide`)."""
     global copy_count
     view = _view(name, t)
     inputs = _INPUTS if inputs is None else inputs
-    if view is None or (name in inputs and not _rows_aligned(t, view)):
+    if view is None or (name in inputs and (not _rows_aligned(t, view)
+                                            or _too_wide(view))):
         copy_count += 1
         # Fresh storage: contiguous() would keep a contiguous view at an
         # odd storage offset.
@@ -113,6 +115,14 @@ _INPUTS = frozenset(("q", "k", "v", "do", "dout"))
 _BACKWARD_INPUTS = _INPUTS | {"o"}
 
 
+def _too_wide(view) -> bool:
+    """Whether one batch entry of the view spans 2^31 elements or more (an
+    interleaved layout such as [1, T, H, D] read as [H, T, D]): the kernels
+    with 32-bit indices (``index_bits 32``) take batch chunks below 2^31
+    (fa_opt.runtime.batch_chunk), which a contiguous copy allows."""
+    return one_batch_span(*view) >= 2**31
+
+
 def _rows_aligned(t: torch.Tensor, view) -> bool:
     _, strides = view
     esize = t.element_size()
@@ -122,11 +132,12 @@ def _rows_aligned(t: torch.Tensor, view) -> bool:
 
 def _new_like(q: torch.Tensor, last: int, dtype: torch.dtype) -> torch.Tensor:
     """An output shaped like ``q`` with last dim ``last``: in q's memory
-    layout when that flattens (a [B, T, H, D] layout stays one), else
-    contiguous."""
+    layout when that flattens (a [B, T, H, D] layout stays one) and one
+    batch entry spans fewer than 2^31 elements, else contiguous."""
     if last == q.shape[-1] and dtype == q.dtype:
         out = torch.empty_like(q)
-        if rank3(out.shape, out.stride()) is not None:
+        view = rank3(out.shape, out.stride())
+        if view is not None and one_batch_span(*view) < 2**31:
             return out
     return q.new_empty((*q.shape[:-1], last), dtype=dtype)
 

@@ -34,7 +34,7 @@ from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
 from .memo import BoundedMemo
 
 # Grid y (the batch) is limited to 65535 blocks: larger batches are launched
-# in chunks, the tensors' memref offsets advanced by the chunk start (and
+# in chunks, the tensors' pointers advanced to the chunk start (and
 # smaller chunks for kernels with 32-bit indices: batch_chunk).
 MAX_GRID_Y = 65535
 

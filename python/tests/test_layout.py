@@ -83,3 +83,14 @@ def test_lse_rank2_and_params():
     assert memref_params(0x1000, [16, T, D], [T * D, D, 1]) == \
         [0x1000, 0x1000, 0, 16, T, D, T * D, D, 1]
     assert len(memref_params(1, [16, T], [T, 1])) == 2 + 1 + 2 * 2
+
+
+def test_one_batch_span():
+    from fa_opt.layout import one_batch_span
+    # Contiguous [B, T, D]: T x D; a [1, T, H, D] view read as [H, T, D]:
+    # (T - 1) H D + D; no element: 0.
+    assert one_batch_span([4, 100, 64], [6400, 64, 1]) == 6400
+    assert one_batch_span([32, 1000, 128], [128, 32 * 128, 1]) == \
+        999 * 32 * 128 + 128
+    assert one_batch_span([4, 0, 64], [0, 64, 1]) == 0
+    assert one_batch_span([3, 5], [5, 1]) == 5

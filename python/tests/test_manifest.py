@@ -414,6 +414,17 @@ def test_files_are_read_without_newline_translation(tmp_path):
 def test_index_bits():
     assert parse_manifest(DOC_EXAMPLE).index_bits == 64
     assert parse_manifest(DOC_EXAMPLE + "index_bits 32\n").index_bits == 32
-    with pytest.raises(ManifestError, match=r":23: expected 32 or 64 for "
+    # Exactly 32 or 64, as the C++ runtime reads it.
+    for bad in ("16", "032", "0x20", "+32"):
+        with pytest.raises(ManifestError, match=r":23: expected 32 or 64 "
+                           f"for 'index_bits', got {re.escape(bad)}"):
+            parse_manifest(DOC_EXAMPLE + f"index_bits {bad}\n")
+    # Backward manifests: the header's value for every kernel view.
+    from fa_opt.manifest import parse_any_manifest
+    assert {k.index_bits for k in parse_any_manifest(BACKWARD).kernels} == {64}
+    narrow = BACKWARD.replace("deterministic 0\n",
+                              "deterministic 0\nindex_bits 32\n")
+    assert {k.index_bits for k in parse_any_manifest(narrow).kernels} == {32}
+    with pytest.raises(ManifestError, match="expected 32 or 64 for "
                        "'index_bits', got 16"):
-        parse_manifest(DOC_EXAMPLE + "index_bits 16\n")
+        parse_any_manifest(narrow.replace("index_bits 32", "index_bits 16"))

@@ -361,8 +361,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     Option<"indexBitwidth", "index-bitwidth", "int64_t", /*default=*/"64",
            "Bits of the TMA wgmma fa.attention kernels' `index` type, 32 "
            "or 64, or 0 for the kernel's choice (32 with the "
-           "producer warpgroup at head dim 128, and at head dim 64 with a "
-           "causal mask, where it measured 1-2.5% faster on the H200; else "
+           "producer warpgroup at head dims D = Dv = 128, and at D = Dv = "
+           "64 with a causal mask, where it measured 1-2.5% faster on the "
+           "H200, unless a static shape holds 2^31 elements or more; else "
            "64). With 32 the gpu.module gets `dlti.dl_spec<index = 32>`, "
            "which upstream's convert-gpu-to-nvvm follows (memref sizes, strides and offsets become 32-bit kernel "
            "parameters, index arithmetic 32-bit), and the manifest says "

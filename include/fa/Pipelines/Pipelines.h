@@ -170,8 +170,9 @@ struct FAToPTXPipelineOptions
       llvm::cl::desc(
           "Bits of the TMA wgmma fa.attention kernels' index "
           "type, 32 or 64, or 0: 32 for the producer "
-          "warpgroup kernels at head dim 128 and at head dim 64 with a "
-          "causal mask, else 64 (convert-fa-to-gpu). 32 makes "
+          "warpgroup kernels at D = Dv = 128 and at D = Dv = 64 with a "
+          "causal mask unless a static shape holds 2^31 elements or "
+          "more, else 64 (convert-fa-to-gpu). 32 makes "
           "the memref sizes, strides and offsets 32-bit kernel "
           "parameters and needs every tensor to hold fewer than "
           "2^31 elements (static shapes: an error here; dynamic: "

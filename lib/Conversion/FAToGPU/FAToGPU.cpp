@@ -903,14 +903,49 @@ static std::string kernelBaseName(StringRef funcName) {
   return name;
 }
 
+namespace {
+/// A tensor operand or result whose static dims multiply to 2^31 or more.
+struct OversizedTensor {
+  StringRef what; // "operand" or "result"
+  unsigned number;
+  uint64_t elements; // saturated at 2^64 - 1
+};
+} // namespace
+
+/// The first tensor operand or result of `op` whose static dims multiply to
+/// 2^31 elements or more (dynamic dims count as 1), if any.
+static std::optional<OversizedTensor> findOversizedTensor(Operation *op) {
+  auto elementsOf = [](Value value) -> uint64_t {
+    auto type = dyn_cast<ShapedType>(value.getType());
+    if (!type || !type.hasRank())
+      return 0;
+    uint64_t elements = 1;
+    for (int64_t size : type.getShape())
+      if (!ShapedType::isDynamic(size))
+        elements =
+            llvm::SaturatingMultiply(elements, static_cast<uint64_t>(size));
+    return elements;
+  };
+  const uint64_t limit = uint64_t(1) << 31;
+  for (OpOperand &operand : op->getOpOperands())
+    if (uint64_t n = elementsOf(operand.get()); n >= limit)
+      return OversizedTensor{"operand", operand.getOperandNumber(), n};
+  for (OpResult result : op->getResults())
+    if (uint64_t n = elementsOf(result); n >= limit)
+      return OversizedTensor{"result", result.getResultNumber(), n};
+  return std::nullopt;
+}
+
 /// The bits of the forward kernel's `index` type. Only the TMA wgmma
 /// kernels take 32 (convert-nvgpu-to-nvvm lowers the mma.sync kernels' nvgpu
 /// ops with 64-bit indices, and the others were not checked with 32): `option`
-/// (32 or 64) when given, else 32 with the producer warpgroup at head dim
-/// 128, and at head dim 64 with a causal mask (1-2.5% faster on the H200;
-/// 1-4% slower at head dim 64 without a mask: docs/PERFORMANCE.md,
-/// twenty-second run), else 64.
-static int64_t forwardIndexBitwidth(const KernelShape &ks, int64_t option) {
+/// (32 or 64) when given, else 32 with the producer warpgroup at head dims
+/// D = Dv = 128, and at D = Dv = 64 with a causal mask (1-2.5% faster on the
+/// H200; 1-4% slower at head dim 64 without a mask: docs/PERFORMANCE.md,
+/// twenty-second run), unless a static shape has 2^31 elements or more;
+/// else 64.
+static int64_t forwardIndexBitwidth(AttentionOp op, const KernelShape &ks,
+                                    int64_t option) {
   if (!ks.tma)
     return 64;
   if (option)
@@ -919,7 +954,7 @@ static int64_t forwardIndexBitwidth(const KernelShape &ks, int64_t option) {
       ks.producerWarp &&
       ((ks.d == 128 && ks.dv == 128) ||
        (ks.d == 64 && ks.dv == 64 && ks.causal != CausalKind::none));
-  return measuredFaster ? 32 : 64;
+  return measuredFaster && !findOversizedTensor(op) ? 32 : 64;
 }
 
 /// With 32-bit indices, every element offset a kernel computes must fit in
@@ -929,31 +964,18 @@ static int64_t forwardIndexBitwidth(const KernelShape &ks, int64_t option) {
 static LogicalResult checkIndexBitwidth(Operation *op, int64_t indexBitwidth) {
   if (indexBitwidth == 64)
     return success();
-  auto check = [&](Value value, StringRef what, unsigned n) -> LogicalResult {
-    auto type = dyn_cast<ShapedType>(value.getType());
-    if (!type || !type.hasRank())
-      return success();
-    uint64_t elements = 1;
-    for (int64_t size : type.getShape()) {
-      if (ShapedType::isDynamic(size))
-        continue;
-      elements = std::min<uint64_t>(elements * static_cast<uint64_t>(size),
-                                    uint64_t(1) << 62);
-    }
-    if (elements <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
-      return success();
-    return op->emitOpError("expected fewer than 2^31 elements in each tensor "
-                           "with index-bitwidth=32, but ")
-           << what << " #" << n << " has " << elements
-           << " (compile it with index-bitwidth=64)";
-  };
-  for (OpOperand &operand : op->getOpOperands())
-    if (failed(check(operand.get(), "operand", operand.getOperandNumber())))
-      return failure();
-  for (OpResult result : op->getResults())
-    if (failed(check(result, "result", result.getResultNumber())))
-      return failure();
-  return success();
+  std::optional<OversizedTensor> tensor = findOversizedTensor(op);
+  if (!tensor)
+    return success();
+  InFlightDiagnostic diag =
+      op->emitOpError("expected fewer than 2^31 elements in each tensor with "
+                      "index-bitwidth=32, but ");
+  diag << tensor->what << " #" << tensor->number << " has ";
+  if (tensor->elements == std::numeric_limits<uint64_t>::max())
+    diag << "2^64 or more";
+  else
+    diag << tensor->elements;
+  return diag << " (compile it with index-bitwidth=64)";
 }
 
 /// Gives the kernel of `kernels` `index` values of `indexBitwidth` bits
@@ -1105,9 +1127,9 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       }
       for (size_t n = 0, e = ops.size(); n < e; ++n) {
         FailureOr<KernelShape> ks = getKernelShape(ops[n], options);
-        if (failed(ks) ||
-            failed(checkIndexBitwidth(
-                ops[n], forwardIndexBitwidth(*ks, options.indexBitwidth))))
+        if (failed(ks) || failed(checkIndexBitwidth(
+                              ops[n], forwardIndexBitwidth(
+                                          ops[n], *ks, options.indexBitwidth))))
           failedAny = true;
         std::string name = (kernelBaseName(func.getSymName()) + "_attention_" + Twine(n)).str();
         if (symbols.lookup(name)) {
@@ -1151,7 +1173,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         if (failed(kernels))
           return signalPassFailure();
         setIndexBitwidth(*kernels, manifest,
-                         forwardIndexBitwidth(*getKernelShape(op, options),
+                         forwardIndexBitwidth(op, *getKernelShape(op, options),
                                               options.indexBitwidth));
         manifests.push_back(builder.getNamedAttr(name, manifest));
       }
