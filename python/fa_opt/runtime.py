@@ -28,7 +28,8 @@ from . import cache
 from .compiler import (Artifact, CompilationError, FaOptNotFoundError,
                        compile_attention, find_fa_opt)
 from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
-from .layout import TensorMapArgs, memref_params, tensor_map_args
+from .layout import (TensorMapArgs, memref_params, one_batch_span,
+                     tensor_map_args)
 from .manifest import (ELEMENT_SIZES, BackwardManifest, Manifest,
                        ManifestError, operand_dtype, read_any_manifest)
 from .memo import BoundedMemo
@@ -174,26 +175,27 @@ def batch_chunk(manifest: Manifest,
     and for a kernel with 32-bit indices (``index_bits 32``) few enough
     that every param's largest element offset in the chunk, ``(chunk - 1)
     * batch_stride + (the last element's offset within one batch)``, stays
-    below 2^31. Raises ValueError when one batch alone reaches 2^31
+    below 2^31. Raises ValueError when one batch alone spans more than 2^31
     elements (such a tensor needs a kernel compiled with
     ``index-bitwidth=64``)."""
     step = MAX_GRID_Y
     if manifest.index_bits != 32:
         return step
-    limit = 2**31 - 1
     for name in manifest.params:
         _, sizes, strides, _ = tensors[name]
-        if 0 in sizes[1:]:
+        span = one_batch_span(sizes, strides)
+        if span == 0:
             continue  # no element
-        inner = sum((n - 1) * abs(st) for n, st in zip(sizes[1:], strides[1:]))
-        if inner > limit:
+        if span > 2**31:
             raise ValueError(
                 f"kernel {manifest.kernel} was compiled with 32-bit indices "
-                f"(index_bits 32): one batch of '{name}' spans {inner + 1} "
-                f"elements, expected fewer than 2^31 (compile with "
+                f"(index_bits 32): one batch of '{name}' spans {span} "
+                f"elements, expected at most 2^31 (compile with "
                 f"index-bitwidth=64)")
         if strides[0]:
-            step = min(step, (limit - inner) // abs(strides[0]) + 1)
+            # The chunk's last element, (step - 1) * stride + span - 1, is
+            # at most 2^31 - 1.
+            step = min(step, (2**31 - span) // abs(strides[0]) + 1)
     return step
 
 

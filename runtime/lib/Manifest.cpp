@@ -82,6 +82,14 @@ static bool parseCount(const std::string &word, bool allowDynamic,
   return true;
 }
 
+/// Parses an `index_bits` value: exactly `32` or `64`.
+static bool parseIndexBits(const std::string &word, int64_t &out) {
+  if (word != "32" && word != "64")
+    return false;
+  out = word == "32" ? 32 : 64;
+  return true;
+}
+
 static bool parseDtype(const std::string &word, faRtDtype &out) {
   if (word == "f16")
     out = FA_RT_DTYPE_F16;
@@ -551,9 +559,8 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
           if (!count(false, manifest.rowAlign))
             return invalid(value, "a non-negative integer");
         } else if (key == "index_bits") {
-          if (value != "32" && value != "64")
+          if (!parseIndexBits(value, manifest.indexBits))
             return invalid(value, "32 or 64");
-          manifest.indexBits = value == "32" ? 32 : 64;
         } else if (key == "has_lse") {
           if (value != "0" && value != "1")
             return invalid(value, "0 or 1");
@@ -1209,9 +1216,8 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
           if (!parseCount(value, false, manifest.rowAlign))
             return invalid(value, "a non-negative integer");
         } else if (key == "index_bits") {
-          if (value != "32" && value != "64")
+          if (!parseIndexBits(value, manifest.indexBits))
             return invalid(value, "32 or 64");
-          manifest.indexBits = value == "32" ? 32 : 64;
         } else {
           faRtDtype dtype;
           if (!parseDtype(value, dtype))
