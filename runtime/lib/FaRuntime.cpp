@@ -338,7 +338,11 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                                "faRtKernelLaunch: kernel is null");
   const fa::rt::Manifest &m = kernel->manifest;
   fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
-  if (faRtStatus status = fa::rt::checkLaunchShape(m, shape))
+  // Batches over the chunk (grid y, 32-bit indices) go in several launches;
+  // the first chunk is the largest one, so checking it checks them all.
+  const int64_t step = fa::rt::forwardBatchChunk(m, shape);
+  if (faRtStatus status = fa::rt::checkLaunchShape(
+          m, {batch > step ? step : batch, seqlenQ, seqlenK}))
     return status;
 
   // A tensor with elements needs a pointer.
@@ -368,33 +372,54 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                 " must be " + std::to_string(m.rowAlign) +
                 "-byte aligned for kernel '" + m.kernel + "' (row_align)");
 
-  std::array<uint32_t, 3> grid;
-  if (faRtStatus status = fa::rt::computeGrid(m, shape, grid))
-    return status;
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
-    return FA_RT_SUCCESS; // Nothing to compute.
-
-  const fa::rt::TensorPointers pointers{q, k, v, o, lse};
-  std::vector<fa::rt::TensorMapEncodeArgs> mapArgs;
-  if (faRtStatus status =
-          fa::rt::buildTensorMapArgs(m, shape, pointers, mapArgs))
-    return status;
-  std::vector<uint64_t> values = fa::rt::buildKernelParams(m, shape, pointers);
-
   CUcontext current = nullptr;
   FA_RT_CUDA_CHECK(cuCtxGetCurrent, &current);
   if (current != kernel->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, kernel->context);
 
-  std::vector<CUtensorMap> maps;
-  if (faRtStatus status = encodeTensorMaps(mapArgs, m.kernel, maps))
-    return status;
-
-  std::vector<void *> args = kernelArgs(values, maps);
-  FA_RT_CUDA_CHECK(cuLaunchKernel, kernel->function, grid[0], grid[1], grid[2],
-                   static_cast<unsigned>(m.threads), 1, 1,
-                   static_cast<unsigned>(m.sharedBytes),
-                   static_cast<CUstream>(stream), args.data(), nullptr);
+  // Every chunk's grid, params and tensor maps first, so that a bad shape
+  // or a failed encode launches nothing.
+  struct Launch {
+    std::array<uint32_t, 3> grid{};
+    std::vector<uint64_t> values;
+    std::vector<CUtensorMap> maps;
+  };
+  std::vector<Launch> launches;
+  const uint64_t esize = fa::rt::dtypeSize(m.dtype),
+                 oSize = fa::rt::dtypeSize(m.oDtype);
+  for (int64_t start = 0; start < batch; start += step) {
+    const fa::rt::LaunchShape chunk{std::min(step, batch - start), seqlenQ,
+                                    seqlenK};
+    Launch launch;
+    if (faRtStatus status = fa::rt::computeGrid(m, chunk, launch.grid))
+      return status;
+    if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0)
+      return FA_RT_SUCCESS; // Nothing to compute.
+    // Contiguous [batch, T, D]: batch `start` begins T x D elements on.
+    const uint64_t b = static_cast<uint64_t>(start);
+    const fa::rt::TensorPointers pointers{
+        q + b * seqlenQ * m.headDim * esize,
+        k + b * seqlenK * m.headDim * esize,
+        v + b * seqlenK * m.headDimV * esize,
+        o + b * seqlenQ * m.headDimV * oSize,
+        lse ? lse + b * seqlenQ * sizeof(float) : 0};
+    std::vector<fa::rt::TensorMapEncodeArgs> mapArgs;
+    if (faRtStatus status =
+            fa::rt::buildTensorMapArgs(m, chunk, pointers, mapArgs))
+      return status;
+    launch.values = fa::rt::buildKernelParams(m, chunk, pointers);
+    if (faRtStatus status = encodeTensorMaps(mapArgs, m.kernel, launch.maps))
+      return status;
+    launches.push_back(std::move(launch));
+  }
+  for (Launch &launch : launches) {
+    std::vector<void *> args = kernelArgs(launch.values, launch.maps);
+    FA_RT_CUDA_CHECK(cuLaunchKernel, kernel->function, launch.grid[0],
+                     launch.grid[1], launch.grid[2],
+                     static_cast<unsigned>(m.threads), 1, 1,
+                     static_cast<unsigned>(m.sharedBytes),
+                     static_cast<CUstream>(stream), args.data(), nullptr);
+  }
   return FA_RT_SUCCESS;
 }
 

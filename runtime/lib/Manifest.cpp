@@ -732,6 +732,24 @@ faRtStatus fa::rt::checkLaunchShape(const Manifest &manifest,
   return FA_RT_SUCCESS;
 }
 
+int64_t fa::rt::forwardBatchChunk(const Manifest &manifest,
+                                  const LaunchShape &shape) {
+  if (manifest.batch != kDynamic)
+    return std::max<int64_t>(shape.batch, 1);
+  int64_t step = 65535;
+  if (manifest.indexBits == 32) {
+    // Elements of one batch entry of the largest of q, k, v and o.
+    int64_t rows = std::max<int64_t>({shape.seqlenQ, shape.seqlenK, 1});
+    int64_t cols = std::max<int64_t>({manifest.headDim, manifest.headDimV, 1});
+    const int64_t limit = (int64_t(1) << 31) - 1;
+    if (rows <= limit / cols)
+      step = std::min(step, limit / (rows * cols));
+    else
+      step = 1; // one batch entry is too large: checkLaunchShape says so
+  }
+  return std::max<int64_t>(step, 1);
+}
+
 static int64_t gridAtomValue(std::string_view atom, const Manifest &manifest,
                              const fa::rt::LaunchShape &shape) {
   if (atom == "batch")

@@ -326,6 +326,26 @@ static void testLaunchShape() {
   // Products far past 2^64 are rejected, not wrapped around.
   EXPECT_EQ(fa::rt::checkLaunchShape(narrow, {16, int64_t(1) << 62, 7}),
             FA_RT_ERROR_SHAPE);
+  // The launch chunks: a static batch whole; a dynamic one in chunks of
+  // 65535 (grid y), or of fewer with 32-bit indices.
+  EXPECT_EQ(fa::rt::forwardBatchChunk(narrow, {16, 1 << 21, 7}), 16);
+  Manifest dynamic;
+  EXPECT_EQ(fa::rt::parseManifest(withLine("batch", "batch ?"), "d.manifest",
+                                  dynamic),
+            FA_RT_SUCCESS);
+  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 1 << 21, 7}), 65535);
+  dynamic.indexBits = 32;
+  // 2^31 - 1 elements at most: 16383 batches of 2048 x 64.
+  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 2048, 7}), 16383);
+  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 7, 2048}), 16383);
+  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 8, 8}), 65535);
+  // One batch entry over the limit: chunks of 1, which checkLaunchShape
+  // rejects.
+  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {3, int64_t(1) << 40, 7}), 1);
+  EXPECT_EQ(fa::rt::checkLaunchShape(dynamic, {1, int64_t(1) << 25, 7}),
+            FA_RT_ERROR_SHAPE);
+  EXPECT_EQ(fa::rt::checkLaunchShape(dynamic, {1, (int64_t(1) << 25) - 1, 7}),
+            FA_RT_SUCCESS);
   Manifest bad;
   EXPECT_EQ(fa::rt::parseManifest(
                 withLine("shared_bytes", "shared_bytes 0\nindex_bits 16"),

@@ -312,6 +312,11 @@ static faRtStatus allocPoisoned(size_t count, faRtDtype dtype,
   size_t bytes = std::max<size_t>(1, count * fa::rt::dtypeSize(dtype));
   FA_RT_CUDA_CHECK(cuMemAlloc, &buffer.ptr, bytes);
   FA_RT_CUDA_CHECK(cuMemsetD8, buffer.ptr, 0xff, bytes);
+  // cuMemsetD8 runs on the legacy stream, asynchronously to the host and
+  // unordered with the kernels' non-blocking stream: wait for it, or a
+  // large poison fill may land after the kernel wrote (seen on the H200
+  // for lse of 4M-8M rows).
+  FA_RT_CUDA_CHECK(cuCtxSynchronize);
   return FA_RT_SUCCESS;
 }
 
@@ -544,6 +549,7 @@ static faRtStatus runBackward(faRtBackward backward,
         return s;
     for (int i = 0; i < 3; ++i)
       FA_RT_CUDA_CHECK(cuMemsetD8, bufs[i]->ptr, 0xff, bytes[i]);
+    FA_RT_CUDA_CHECK(cuCtxSynchronize); // see allocPoisoned
     if (faRtStatus s = launch())
       return s;
     FA_RT_CUDA_CHECK(cuStreamSynchronize, timing.stream);
@@ -841,7 +847,10 @@ int main(int argc, char **argv) {
   shape.seqlenK = options.seqlenK >= 0            ? options.seqlenK
                   : m.seqlenK != fa::rt::kDynamic ? m.seqlenK
                                                   : shape.seqlenQ;
-  if (fa::rt::checkLaunchShape(m, shape))
+  // As faRtKernelLaunch checks it: the largest batch chunk it launches.
+  if (fa::rt::checkLaunchShape(
+          m, {std::min(shape.batch, fa::rt::forwardBatchChunk(m, shape)),
+              shape.seqlenQ, shape.seqlenK}))
     return fail(faRtGetLastError());
   if (!options.saveDir.empty()) {
     struct stat info;

@@ -91,7 +91,11 @@ faRtStatus faRtKernelGetInfo(faRtKernel kernel, faRtKernelInfo *info);
  * o [batch, seqlenQ, Dv], lse [batch, seqlenQ] (f32; ignored, may be 0, when
  * the kernel has no lse). Checks the shapes against the manifest's static
  * dims. Asynchronous: it does not synchronize the stream. An empty grid
- * (batch == 0 or seqlenQ == 0) launches nothing and succeeds. */
+ * (batch == 0 or seqlenQ == 0) launches nothing and succeeds. A dynamic
+ * batch over 65535 (CUDA's grid y limit), or one whose tensors reach 2^31
+ * elements with a kernel of 32-bit indices (`index_bits 32`), goes in
+ * several launches of fewer batches each; a static one must fit one launch,
+ * and so must one batch entry (FA_RT_ERROR_SHAPE otherwise). */
 faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                             uint64_t v, uint64_t o, uint64_t lse, int64_t batch,
                             int64_t seqlenQ, int64_t seqlenK, void *stream);

@@ -106,6 +106,14 @@ faRtStatus readManifestFile(const std::string &path, Manifest &manifest);
 /// Checks that the sizes are >= 0 and match the manifest's static dims.
 faRtStatus checkLaunchShape(const Manifest &manifest, const LaunchShape &shape);
 
+/// The most batches one forward launch of `manifest` takes: the whole batch
+/// when it is static, else 65535 (CUDA's grid y limit) and, for a kernel
+/// with 32-bit indices, few enough that q, k, v and o each stay below 2^31
+/// elements; at least 1. faRtKernelLaunch launches larger batches in
+/// chunks of it, each with its tensors' pointers advanced to its first
+/// batch.
+int64_t forwardBatchChunk(const Manifest &manifest, const LaunchShape &shape);
+
 /// Evaluates the manifest's grid expressions for `shape`.
 faRtStatus computeGrid(const Manifest &manifest, const LaunchShape &shape,
                        std::array<uint32_t, 3> &grid);
