@@ -70,8 +70,9 @@ struct Manifest {
   /// Bits of the kernel's index type (`index_bits`, 32 or 64; absent: 64).
   /// With 32 the memref sizes, strides and offsets are 32-bit parameters
   /// (cuLaunchKernel copies the low four bytes of each 64-bit value: the
-  /// hosts are little-endian) and every tensor must hold fewer than 2^31
-  /// elements (checkLaunchShape).
+  /// hosts are little-endian) and every tensor of one launch must hold
+  /// fewer than 2^31 elements (checkLaunchShape; faRtKernelLaunch splits a
+  /// dynamic batch into such launches, forwardBatchChunk).
   int64_t indexBits = 64;
   std::vector<std::string> params; ///< q k v o [lse]
   std::array<std::string, 3> grid; ///< x, y, z expressions
@@ -103,7 +104,9 @@ faRtStatus parseManifest(std::string_view text, const std::string &fileName,
 /// cannot be read).
 faRtStatus readManifestFile(const std::string &path, Manifest &manifest);
 
-/// Checks that the sizes are >= 0 and match the manifest's static dims.
+/// Checks that the sizes are >= 0 and match the manifest's static dims, and
+/// for a kernel with 32-bit indices that q, k, v and o of `shape` (one
+/// launch) hold fewer than 2^31 elements each.
 faRtStatus checkLaunchShape(const Manifest &manifest, const LaunchShape &shape);
 
 /// The most batches one forward launch of `manifest` takes: the whole batch
