@@ -317,17 +317,42 @@ encodeTensorMaps(const std::vector<fa::rt::TensorMapEncodeArgs> &mapArgs,
   return FA_RT_SUCCESS;
 }
 
-/// cuLaunchKernel's kernelParams: the memref values, then the tensor maps
-/// passed by value, in order.
-static std::vector<void *> kernelArgs(std::vector<uint64_t> &values,
-                                      std::vector<CUtensorMap> &maps) {
-  std::vector<void *> args;
-  args.reserve(values.size() + maps.size());
-  for (uint64_t &value : values)
-    args.push_back(&value);
-  for (CUtensorMap &map : maps)
-    args.push_back(&map);
-  return args;
+namespace {
+/// One kernel launch with everything it passes ready: the grid, the memref
+/// values and the encoded tensor maps. The launchers prepare every launch
+/// of a call before they make the first, so that a bad shape or a failed
+/// encode launches nothing.
+struct PreparedLaunch {
+  CUfunction function = nullptr;
+  std::array<uint32_t, 3> grid{};
+  unsigned threads = 0, sharedBytes = 0;
+  std::vector<uint64_t> values;
+  std::vector<CUtensorMap> maps;
+};
+} // namespace
+
+/// Launches `launches` on `stream` in order; each kernel's kernelParams are
+/// its memref values, then its tensor maps passed by value.
+static faRtStatus launchPrepared(std::vector<PreparedLaunch> &launches,
+                                 void *stream) {
+  for (PreparedLaunch &launch : launches) {
+    std::vector<void *> args;
+    args.reserve(launch.values.size() + launch.maps.size());
+    for (uint64_t &value : launch.values)
+      args.push_back(&value);
+    for (CUtensorMap &map : launch.maps)
+      args.push_back(&map);
+    FA_RT_CUDA_CHECK(cuLaunchKernel, launch.function, launch.grid[0],
+                     launch.grid[1], launch.grid[2], launch.threads, 1, 1,
+                     launch.sharedBytes, static_cast<CUstream>(stream),
+                     args.data(), nullptr);
+  }
+  return FA_RT_SUCCESS;
+}
+
+/// Whether `grid` launches no block.
+static bool emptyGrid(const std::array<uint32_t, 3> &grid) {
+  return grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
 }
 
 faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
@@ -338,11 +363,9 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
                                "faRtKernelLaunch: kernel is null");
   const fa::rt::Manifest &m = kernel->manifest;
   fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
-  // Batches over the chunk (grid y, 32-bit indices) go in several launches;
-  // the first chunk is the largest one, so checking it checks them all.
-  const int64_t step = fa::rt::forwardBatchChunk(m, shape);
-  if (faRtStatus status = fa::rt::checkLaunchShape(
-          m, {batch > step ? step : batch, seqlenQ, seqlenK}))
+  // Batches over the chunk (grid y, 32-bit indices) go in several launches.
+  const int64_t step = fa::rt::batchChunk(m, shape);
+  if (faRtStatus status = fa::rt::checkChunkedLaunchShape(m, shape))
     return status;
 
   // A tensor with elements needs a pointer.
@@ -377,23 +400,19 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
   if (current != kernel->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, kernel->context);
 
-  // Every chunk's grid, params and tensor maps first, so that a bad shape
-  // or a failed encode launches nothing.
-  struct Launch {
-    std::array<uint32_t, 3> grid{};
-    std::vector<uint64_t> values;
-    std::vector<CUtensorMap> maps;
-  };
-  std::vector<Launch> launches;
+  std::vector<PreparedLaunch> launches;
   const uint64_t esize = fa::rt::dtypeSize(m.dtype),
                  oSize = fa::rt::dtypeSize(m.oDtype);
   for (int64_t start = 0; start < batch; start += step) {
     const fa::rt::LaunchShape chunk{std::min(step, batch - start), seqlenQ,
                                     seqlenK};
-    Launch launch;
+    PreparedLaunch launch;
+    launch.function = kernel->function;
+    launch.threads = static_cast<unsigned>(m.threads);
+    launch.sharedBytes = static_cast<unsigned>(m.sharedBytes);
     if (faRtStatus status = fa::rt::computeGrid(m, chunk, launch.grid))
       return status;
-    if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0)
+    if (emptyGrid(launch.grid))
       return FA_RT_SUCCESS; // Nothing to compute.
     // Contiguous [batch, T, D]: batch `start` begins T x D elements on.
     const uint64_t b = static_cast<uint64_t>(start);
@@ -412,15 +431,7 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
       return status;
     launches.push_back(std::move(launch));
   }
-  for (Launch &launch : launches) {
-    std::vector<void *> args = kernelArgs(launch.values, launch.maps);
-    FA_RT_CUDA_CHECK(cuLaunchKernel, kernel->function, launch.grid[0],
-                     launch.grid[1], launch.grid[2],
-                     static_cast<unsigned>(m.threads), 1, 1,
-                     static_cast<unsigned>(m.sharedBytes),
-                     static_cast<CUstream>(stream), args.data(), nullptr);
-  }
-  return FA_RT_SUCCESS;
+  return launchPrepared(launches, stream);
 }
 
 //===----------------------------------------------------------------------===//
@@ -536,7 +547,8 @@ faRtStatus faRtBackwardWorkspaceSize(faRtBackward backward, int64_t batch,
                                "faRtBackwardWorkspaceSize: null argument");
   const fa::rt::BackwardManifest &m = backward->manifest;
   fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
-  if (faRtStatus status = fa::rt::checkLaunchShape(m.kernelView(0), shape))
+  if (faRtStatus status =
+          fa::rt::checkChunkedLaunchShape(m.kernelView(0), shape))
     return status;
   fa::rt::WorkspaceLayout layout;
   if (faRtStatus status = fa::rt::backwardWorkspaceLayout(m, shape, layout))
@@ -554,7 +566,11 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
                                "faRtBackwardLaunch: null argument");
   const fa::rt::BackwardManifest &m = backward->manifest;
   fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
-  if (faRtStatus status = fa::rt::checkLaunchShape(m.kernelView(0), shape))
+  // Batches over the chunk (grid y, 32-bit indices) go in several launches
+  // of every kernel.
+  const int64_t step = fa::rt::batchChunk(m.kernelView(0), shape);
+  if (faRtStatus status =
+          fa::rt::checkChunkedLaunchShape(m.kernelView(0), shape))
     return status;
   fa::rt::WorkspaceLayout layout;
   if (faRtStatus status = fa::rt::backwardWorkspaceLayout(m, shape, layout))
@@ -597,40 +613,35 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
   FA_RT_CUDA_CHECK(cuCtxGetCurrent, &current);
   if (current != backward->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, backward->context);
-  // Every kernel's grid, memref params and tensor maps (version 4) first,
-  // so that a bad shape or a failed encode launches nothing.
-  struct Launch {
-    std::array<uint32_t, 3> grid{};
-    std::vector<uint64_t> values;
-    std::vector<CUtensorMap> maps;
-  };
-  std::vector<Launch> launches(m.kernels.size());
-  for (size_t i = 0; i < m.kernels.size(); ++i) {
-    Launch &launch = launches[i];
-    if (faRtStatus status =
-            fa::rt::computeGrid(m.kernelView(i), shape, launch.grid))
-      return status;
-    if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0)
-      continue; // Nothing for this kernel to compute.
-    std::vector<fa::rt::TensorMapEncodeArgs> mapArgs;
-    if (faRtStatus status = fa::rt::buildBackwardTensorMapArgs(
-            m, i, shape, pointers, mapArgs))
-      return status;
-    if (faRtStatus status =
-            encodeTensorMaps(mapArgs, m.kernels[i].kernel, launch.maps))
-      return status;
-    launch.values = fa::rt::buildBackwardKernelParams(m, i, shape, pointers);
+  // Each chunk's kernels in manifest order; the scratch of a chunk is the
+  // workspace's rows of its batches.
+  std::vector<PreparedLaunch> launches;
+  for (int64_t start = 0; start < batch; start += step) {
+    const fa::rt::LaunchShape chunk{std::min(step, batch - start), seqlenQ,
+                                    seqlenK};
+    const std::vector<std::pair<std::string, uint64_t>> chunkPointers =
+        fa::rt::backwardChunkPointers(m, pointers, shape, start);
+    for (size_t i = 0; i < m.kernels.size(); ++i) {
+      PreparedLaunch launch;
+      launch.function = backward->functions[i];
+      launch.threads = static_cast<unsigned>(m.kernels[i].threads);
+      launch.sharedBytes = static_cast<unsigned>(m.kernels[i].sharedBytes);
+      if (faRtStatus status =
+              fa::rt::computeGrid(m.kernelView(i), chunk, launch.grid))
+        return status;
+      if (emptyGrid(launch.grid))
+        continue; // Nothing for this kernel to compute.
+      std::vector<fa::rt::TensorMapEncodeArgs> mapArgs;
+      if (faRtStatus status = fa::rt::buildBackwardTensorMapArgs(
+              m, i, chunk, chunkPointers, mapArgs))
+        return status;
+      if (faRtStatus status =
+              encodeTensorMaps(mapArgs, m.kernels[i].kernel, launch.maps))
+        return status;
+      launch.values =
+          fa::rt::buildBackwardKernelParams(m, i, chunk, chunkPointers);
+      launches.push_back(std::move(launch));
+    }
   }
-  for (size_t i = 0; i < m.kernels.size(); ++i) {
-    Launch &launch = launches[i];
-    const std::array<uint32_t, 3> &grid = launch.grid;
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
-      continue;
-    std::vector<void *> args = kernelArgs(launch.values, launch.maps);
-    FA_RT_CUDA_CHECK(cuLaunchKernel, backward->functions[i], grid[0], grid[1],
-                     grid[2], static_cast<unsigned>(m.kernels[i].threads), 1,
-                     1, static_cast<unsigned>(m.kernels[i].sharedBytes),
-                     static_cast<CUstream>(stream), args.data(), nullptr);
-  }
-  return FA_RT_SUCCESS;
+  return launchPrepared(launches, stream);
 }

@@ -732,8 +732,7 @@ faRtStatus fa::rt::checkLaunchShape(const Manifest &manifest,
   return FA_RT_SUCCESS;
 }
 
-int64_t fa::rt::forwardBatchChunk(const Manifest &manifest,
-                                  const LaunchShape &shape) {
+int64_t fa::rt::batchChunk(const Manifest &manifest, const LaunchShape &shape) {
   if (manifest.batch != kDynamic)
     return std::max<int64_t>(shape.batch, 1);
   int64_t step = 65535;
@@ -748,6 +747,13 @@ int64_t fa::rt::forwardBatchChunk(const Manifest &manifest,
       step = 1; // one batch entry is too large: checkLaunchShape says so
   }
   return std::max<int64_t>(step, 1);
+}
+
+faRtStatus fa::rt::checkChunkedLaunchShape(const Manifest &manifest,
+                                           const LaunchShape &shape) {
+  LaunchShape first = shape;
+  first.batch = std::min(shape.batch, batchChunk(manifest, shape));
+  return checkLaunchShape(manifest, first);
 }
 
 static int64_t gridAtomValue(std::string_view atom, const Manifest &manifest,
@@ -1362,6 +1368,43 @@ std::vector<uint64_t> fa::rt::buildBackwardKernelParams(
     appendMemRefParams(params, ptr, 0, sizes, rowMajorStrides(sizes));
   }
   return params;
+}
+
+faRtDtype fa::rt::backwardTensorDtype(const BackwardManifest &manifest,
+                                      const std::string &name) {
+  if (name == "q" || name == "k" || name == "v")
+    return manifest.dtype;
+  if (name == "o")
+    return manifest.oDtype;
+  if (name == "do")
+    return manifest.doDtype;
+  if (name == "dq")
+    return manifest.dqDtype;
+  if (name == "dk")
+    return manifest.dkDtype;
+  if (name == "dv")
+    return manifest.dvDtype;
+  for (const ScratchBuffer &buffer : manifest.scratch)
+    if (buffer.name == name)
+      return buffer.dtype;
+  return FA_RT_DTYPE_F32; // lse
+}
+
+std::vector<std::pair<std::string, uint64_t>> fa::rt::backwardChunkPointers(
+    const BackwardManifest &manifest,
+    const std::vector<std::pair<std::string, uint64_t>> &pointers,
+    const LaunchShape &shape, int64_t start) {
+  std::vector<std::pair<std::string, uint64_t>> advanced = pointers;
+  for (auto &[name, ptr] : advanced) {
+    uint64_t entry = dtypeSize(backwardTensorDtype(manifest, name));
+    std::vector<int64_t> sizes =
+        tensorSizes(name, shape, manifest.headDim, manifest.headDimV);
+    for (size_t d = 1; d < sizes.size(); ++d)
+      entry *= static_cast<uint64_t>(sizes[d]);
+    if (ptr)
+      ptr += static_cast<uint64_t>(start) * entry;
+  }
+  return advanced;
 }
 
 faRtStatus fa::rt::buildBackwardTensorMapArgs(

@@ -328,20 +328,20 @@ static void testLaunchShape() {
             FA_RT_ERROR_SHAPE);
   // The launch chunks: a static batch whole; a dynamic one in chunks of
   // 65535 (grid y), or of fewer with 32-bit indices.
-  EXPECT_EQ(fa::rt::forwardBatchChunk(narrow, {16, 1 << 21, 7}), 16);
+  EXPECT_EQ(fa::rt::batchChunk(narrow, {16, 1 << 21, 7}), 16);
   Manifest dynamic;
   EXPECT_EQ(fa::rt::parseManifest(withLine("batch", "batch ?"), "d.manifest",
                                   dynamic),
             FA_RT_SUCCESS);
-  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 1 << 21, 7}), 65535);
+  EXPECT_EQ(fa::rt::batchChunk(dynamic, {100000, 1 << 21, 7}), 65535);
   dynamic.indexBits = 32;
   // 2^31 - 1 elements at most: 16383 batches of 2048 x 64.
-  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 2048, 7}), 16383);
-  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 7, 2048}), 16383);
-  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {100000, 8, 8}), 65535);
+  EXPECT_EQ(fa::rt::batchChunk(dynamic, {100000, 2048, 7}), 16383);
+  EXPECT_EQ(fa::rt::batchChunk(dynamic, {100000, 7, 2048}), 16383);
+  EXPECT_EQ(fa::rt::batchChunk(dynamic, {100000, 8, 8}), 65535);
   // One batch entry over the limit: chunks of 1, which checkLaunchShape
   // rejects.
-  EXPECT_EQ(fa::rt::forwardBatchChunk(dynamic, {3, int64_t(1) << 40, 7}), 1);
+  EXPECT_EQ(fa::rt::batchChunk(dynamic, {3, int64_t(1) << 40, 7}), 1);
   EXPECT_EQ(fa::rt::checkLaunchShape(dynamic, {1, int64_t(1) << 25, 7}),
             FA_RT_ERROR_SHAPE);
   EXPECT_EQ(fa::rt::checkLaunchShape(dynamic, {1, (int64_t(1) << 25) - 1, 7}),
@@ -1130,6 +1130,57 @@ static void testBackwardManifestGood() {
   EXPECT_EQ(layout.bytes, 6400u + 16u * 100u * 64u * 4u);
   EXPECT_EQ(fa::rt::checkLaunchShape(m.kernelView(0), {8, 100, 300}),
             FA_RT_ERROR_SHAPE);
+
+  // Batch chunks (faRtBackwardLaunch): each tensor's pointer advanced by
+  // `start` batch entries of its own dims and element type (dv is f32 in
+  // this manifest, the scratch f32, lse f32), null pointers kept.
+  EXPECT_EQ(fa::rt::backwardTensorDtype(m, "do"), FA_RT_DTYPE_BF16);
+  EXPECT_EQ(fa::rt::backwardTensorDtype(m, "dv"), FA_RT_DTYPE_F32);
+  EXPECT_EQ(fa::rt::backwardTensorDtype(m, "dq_accum"), FA_RT_DTYPE_F32);
+  {
+    std::vector<std::pair<std::string, uint64_t>> chunk =
+        fa::rt::backwardChunkPointers(m,
+                                      {{"q", 0x1000},
+                                       {"k", 0x2000},
+                                       {"dv", 0x3000},
+                                       {"lse", 0x4000},
+                                       {"dq_accum", 0x5000},
+                                       {"dq", 0}},
+                                      shape, 3);
+    EXPECT_EQ(chunk.size(), 6u);
+    EXPECT_EQ(chunk[0].second, 0x1000u + 3u * 100u * 64u * 2u);
+    EXPECT_EQ(chunk[1].second, 0x2000u + 3u * 300u * 64u * 2u);
+    EXPECT_EQ(chunk[2].second, 0x3000u + 3u * 300u * 64u * 4u);
+    EXPECT_EQ(chunk[3].second, 0x4000u + 3u * 100u * 4u);
+    EXPECT_EQ(chunk[4].second, 0x5000u + 3u * 100u * 64u * 4u);
+    EXPECT_EQ(chunk[5].second, 0u);
+  }
+  // 32-bit indices, dynamic batch: chunks of 2^31 - 1 elements of the
+  // largest tensor (here k, 3000 x 64 per batch entry); the check is of
+  // the first chunk, so a batch that only the whole launch would overflow
+  // passes, and one batch entry over the limit does not.
+  {
+    fa::rt::BackwardManifest narrow;
+    EXPECT_EQ(fa::rt::parseBackwardManifest(
+                  backwardWith("batch 16\nbatch_shape 2 8",
+                               "batch ?\nbatch_shape ?\nindex_bits 32"),
+                  "b.manifest", narrow),
+              FA_RT_SUCCESS);
+    EXPECT_EQ(narrow.indexBits, 32);
+    const int64_t step = ((int64_t(1) << 31) - 1) / (3000 * 64);
+    EXPECT_EQ(step, 11184);
+    EXPECT_EQ(fa::rt::batchChunk(narrow.kernelView(1), {200000, 100, 3000}),
+              step);
+    EXPECT_EQ(fa::rt::checkChunkedLaunchShape(narrow.kernelView(1),
+                                              {200000, 100, 3000}),
+              FA_RT_SUCCESS);
+    EXPECT_EQ(
+        fa::rt::checkLaunchShape(narrow.kernelView(1), {200000, 100, 3000}),
+        FA_RT_ERROR_SHAPE);
+    EXPECT_EQ(fa::rt::checkChunkedLaunchShape(narrow.kernelView(1),
+                                              {2, 100, int64_t(1) << 25}),
+              FA_RT_ERROR_SHAPE);
+  }
 
   // Kernel 2 (dq_convert): dq_accum then dq, rank-3 descriptors (9 each).
   std::vector<uint64_t> params = fa::rt::buildBackwardKernelParams(

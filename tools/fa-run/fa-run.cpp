@@ -610,7 +610,8 @@ static int runBackwardMain(Options &options) {
   shape.seqlenK = options.seqlenK >= 0            ? options.seqlenK
                   : m.seqlenK != fa::rt::kDynamic ? m.seqlenK
                                                   : shape.seqlenQ;
-  if (fa::rt::checkLaunchShape(m.kernelView(0), shape))
+  // As faRtBackwardLaunch checks it: the largest batch chunk it launches.
+  if (fa::rt::checkChunkedLaunchShape(m.kernelView(0), shape))
     return fail(faRtGetLastError());
   if (!options.saveDir.empty()) {
     struct stat info;
@@ -848,9 +849,7 @@ int main(int argc, char **argv) {
                   : m.seqlenK != fa::rt::kDynamic ? m.seqlenK
                                                   : shape.seqlenQ;
   // As faRtKernelLaunch checks it: the largest batch chunk it launches.
-  if (fa::rt::checkLaunchShape(
-          m, {std::min(shape.batch, fa::rt::forwardBatchChunk(m, shape)),
-              shape.seqlenQ, shape.seqlenK}))
+  if (fa::rt::checkChunkedLaunchShape(m, shape))
     return fail(faRtGetLastError());
   if (!options.saveDir.empty()) {
     struct stat info;

@@ -71,8 +71,9 @@ struct Manifest {
   /// With 32 the memref sizes, strides and offsets are 32-bit parameters
   /// (cuLaunchKernel copies the low four bytes of each 64-bit value: the
   /// hosts are little-endian) and every tensor of one launch must hold
-  /// fewer than 2^31 elements (checkLaunchShape; faRtKernelLaunch splits a
-  /// dynamic batch into such launches, forwardBatchChunk).
+  /// fewer than 2^31 elements (checkLaunchShape; faRtKernelLaunch and
+  /// faRtBackwardLaunch split a dynamic batch into such launches,
+  /// batchChunk).
   int64_t indexBits = 64;
   std::vector<std::string> params; ///< q k v o [lse]
   std::array<std::string, 3> grid; ///< x, y, z expressions
@@ -109,13 +110,20 @@ faRtStatus readManifestFile(const std::string &path, Manifest &manifest);
 /// launch) hold fewer than 2^31 elements each.
 faRtStatus checkLaunchShape(const Manifest &manifest, const LaunchShape &shape);
 
-/// The most batches one forward launch of `manifest` takes: the whole batch
-/// when it is static, else 65535 (CUDA's grid y limit) and, for a kernel
-/// with 32-bit indices, few enough that q, k, v and o each stay below 2^31
-/// elements; at least 1. faRtKernelLaunch launches larger batches in
-/// chunks of it, each with its tensors' pointers advanced to its first
-/// batch.
-int64_t forwardBatchChunk(const Manifest &manifest, const LaunchShape &shape);
+/// The most batches one launch of `manifest` (a forward manifest or a
+/// backward kernel's view) takes: the whole batch when it is static, else
+/// 65535 (CUDA's grid y limit) and, for a kernel with 32-bit indices, few
+/// enough that q, k, v and o (and the backward's do, dq, dk, dv and f32
+/// scratch, none larger) each stay below 2^31 elements; at least 1.
+/// faRtKernelLaunch and faRtBackwardLaunch launch larger batches in chunks
+/// of it, each with its tensors' pointers advanced to its first batch.
+int64_t batchChunk(const Manifest &manifest, const LaunchShape &shape);
+
+/// checkLaunchShape for the launches that faRtKernelLaunch and
+/// faRtBackwardLaunch make of `shape`: the batch's first chunk (of
+/// batchChunk batches), the largest one, stands for them all.
+faRtStatus checkChunkedLaunchShape(const Manifest &manifest,
+                                   const LaunchShape &shape);
 
 /// Evaluates the manifest's grid expressions for `shape`.
 faRtStatus computeGrid(const Manifest &manifest, const LaunchShape &shape,
@@ -272,6 +280,20 @@ buildBackwardKernelParams(const BackwardManifest &manifest, size_t i,
                           const LaunchShape &shape,
                           const std::vector<std::pair<std::string, uint64_t>>
                               &pointers);
+
+/// The element type of the backward's tensor `name` (q, k, v, o, do, lse,
+/// dq, dk, dv or a scratch buffer); f32 for an unknown name.
+faRtDtype backwardTensorDtype(const BackwardManifest &manifest,
+                              const std::string &name);
+
+/// `pointers` (name -> device pointer of a contiguous tensor of `shape`,
+/// batch first) advanced to batch `start`: each by `start` times the bytes
+/// of one batch entry of its tensor. The pointers of a launch of batches
+/// [start, start + n) (faRtBackwardLaunch's chunks).
+std::vector<std::pair<std::string, uint64_t>> backwardChunkPointers(
+    const BackwardManifest &manifest,
+    const std::vector<std::pair<std::string, uint64_t>> &pointers,
+    const LaunchShape &shape, int64_t start);
 
 /// The encode arguments of kernel `i`'s tensor maps (its section's
 /// tensor_map lines, in order), as buildTensorMapArgs computes them for
