@@ -360,3 +360,43 @@ def test_32_bit_index_kernels_split_large_batches(head_dim, causal, layout):
         assert rel(o[:, h], ref_o) < TOL[torch.bfloat16], h
     del q, k, v, o
     torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("head_dim,causal", [(128, "none"), (64, "top_left")])
+def test_32_bit_index_backward_splits_large_batches(head_dim, causal):
+    """The sm_90a TMA backward kernels are compiled with 32-bit indices
+    (index_bits 32 in the backward manifest): q, k, v, o, do, dq, dk, dv
+    and the f32 dq_accum scratch of 2^31 elements or more go in batch
+    chunks whose offsets fit in 32 bits, each of the three kernels over
+    every chunk. Here 2.28e9 elements each; the gradients of batches at
+    both ends and across a chunk boundary are checked against float64."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the 32-bit index kernels are the sm_90a defaults")
+    if torch.cuda.mem_get_info()[0] < 64 * 2**30:
+        pytest.skip("needs 64 GiB of free GPU memory")
+    t = 4096
+    step = 2**31 // (t * head_dim)
+    heads = step * 17 // 16
+    q, k, v = (rand(1, heads, t, head_dim).requires_grad_() for _ in range(3))
+    do = rand(1, heads, t, head_dim)
+    assert q.numel() >= 2**31
+    o = fa_opt.attention(q, k, v, causal=causal)
+    try:
+        dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
+    except NotImplementedError as err:
+        assert "backward is not available" in str(err)
+        pytest.skip(f"no backward kernels: {err}")
+    ks = ops._kernels(q, ops.check_inputs(q, k, v), causal, None)
+    assert ks.backward is not None
+    assert all(m.index_bits == 32 for m in ks.backward.kernels)
+    del o
+    # The chunk of 2^31 / (t * head_dim) batches ends before `step`.
+    for h in (0, step - 1, step, heads - 1):
+        leaves = [x[:, h].detach().double().requires_grad_()
+                  for x in (q, k, v)]
+        ref_o, _ = reference(*leaves, causal)
+        refs = torch.autograd.grad(ref_o, leaves, do[:, h].double())
+        for name, ours, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), refs):
+            assert rel(ours[:, h], ref) < 3e-2, (name, h)
+    del q, k, v, do, dq, dk, dv
+    torch.cuda.empty_cache()

@@ -158,10 +158,19 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST64N < %t/bf16_d64_none_attention_0.manifest
 // RUN: FileCheck %s --check-prefix=PARAMS64 < %t/bf16_d64_none_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=PARAMS32 < %t/f16_d64_causal_attention_0.ptx
-// RUN: not grep -q index_bits %t/bwd_f16_d64_attention_backward_0.manifest %t/bwd_bf16_d128_causal_attention_backward_0.manifest
+// The TMA backward takes 32 bits (every kernel of its module); the
+// cp.async one keeps 64.
+// RUN: grep -q "^index_bits 32$" %t/bwd_f16_d64_attention_backward_0.manifest
+// RUN: grep -q "^index_bits 32$" %t/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: grep -q "^index_bits 32$" %t/det/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=PARAMS32 < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
+// RUN: not grep -q index_bits %t/cp/bwd_f16_d64_attention_backward_0.manifest %t/detcp/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=PARAMS64 < %t/cp/bwd_f16_d64_attention_backward_0.ptx
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a index-bitwidth=64 output-dir=%t/i64" -o /dev/null
-// RUN: not grep -q index_bits %t/i64/bf16_d128_none_attention_0.manifest %t/i64/f16_d64_causal_attention_0.manifest
+// RUN: not grep -q index_bits %t/i64/bf16_d128_none_attention_0.manifest %t/i64/f16_d64_causal_attention_0.manifest %t/i64/bwd_f16_d64_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PARAMS64 < %t/i64/f16_d64_causal_attention_0.ptx
+// RUN: FileCheck %s --check-prefix=PARAMS64 < %t/i64/bwd_bf16_d128_causal_attention_backward_0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/i64/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/i64b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a index-bitwidth=32 output-dir=%t/i32" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PARAMS32 < %t/i32/bf16_d64_none_attention_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/i32/bf16_d64_none_attention_0.ptx -o %t/i32a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL

@@ -168,17 +168,16 @@ struct FAToPTXPipelineOptions
   PassOptions::Option<int64_t> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc(
-          "Bits of the TMA wgmma fa.attention kernels' index "
-          "type, 32 or 64, or 0: 32 for the producer "
-          "warpgroup kernels at D = Dv = 128 and at D = Dv = 64 with a "
-          "causal mask unless a static shape holds 2^31 elements or "
-          "more, else 64 (convert-fa-to-gpu). 32 makes "
-          "the memref sizes, strides and offsets 32-bit kernel "
+          "Bits of the TMA wgmma kernels' index type (forward and "
+          "backward), 32 or 64, or 0: 32 for the producer "
+          "warpgroup forward at D = Dv = 128 and at D = Dv = 64 with a "
+          "causal mask, and for the TMA backward, unless a static shape "
+          "holds 2^31 elements or more, else 64 (convert-fa-to-gpu). 32 "
+          "makes the memref sizes, strides and offsets 32-bit kernel "
           "parameters and needs every tensor to hold fewer than "
           "2^31 elements (static shapes: an error here; dynamic: "
-          "the runtime checks at launch, manifest `index_bits "
-          "32`; the Python package splits the batch). The "
-          "other forward kernels and the backward keep 64; other "
+          "the runtimes launch the batch in chunks that fit, manifest "
+          "`index_bits 32`). The other kernels keep 64; other "
           "values: an error"),
       llvm::cl::init(0)};
   PassOptions::Option<std::string> cudaPath{

@@ -87,6 +87,9 @@ struct BackwardShape {
   /// The sm_90a wgmma kernels (WgmmaBackward.cpp; tensorCore is set too).
   bool wgmma = false;
   gpukernel::WgmmaBackwardShape wgDkDv, wgDq;
+  /// Bits of the kernels' `index` type (all kernels of the module): 32 only
+  /// for the TMA wgmma kernels (backwardIndexBitwidth).
+  int64_t indexBitwidth = 64;
 };
 
 } // namespace
@@ -349,6 +352,22 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
   return bs;
 }
 
+/// The bits of the wgmma backward kernels' `index` type (all kernels of the
+/// module). Only the TMA kernels take 32 (the cp.async ones were not
+/// checked with it): `option` (32 or 64) when given, else 32 unless a
+/// static shape has 2^31 elements or more (on the H200, bf16, the three
+/// kernels 0.5-1.4% faster at head dim 64 and 128 without a mask, 1-4% at
+/// head dim 128 causal, 4-5% at head dim 64 causal: docs/PERFORMANCE.md,
+/// twenty-third run); else 64.
+static int64_t backwardIndexBitwidth(AttentionBackwardOp op,
+                                     const BackwardShape &bs, int64_t option) {
+  if (!bs.wgDkDv.tma)
+    return 64;
+  if (option)
+    return option;
+  return gpukernel::hasOversizedTensor(op) ? 64 : 32;
+}
+
 /// The sm_90a wgmma backward (default 8 warps) for `bs`. Where none of its
 /// defaults fit (e.g. D = 32 with Dv = 128) and no tile or warp option was
 /// given, falls back to the mma.sync kernels (which ignore `stages`); with
@@ -387,6 +406,12 @@ getWgmmaBackwardShape(AttentionBackwardOp op,
                                 : " (the largest default tile that fits the "
                                   "registers and workgroup memory here)");
     }
+    int64_t bits = backwardIndexBitwidth(op, *shape, options.indexBitwidth);
+    if (failed(gpukernel::checkIndexBitwidth(op, bits)))
+      return failure();
+    shape->indexBitwidth = bits;
+    shape->wgDkDv.indexBitwidth = bits;
+    shape->wgDq.indexBitwidth = bits;
     return *shape;
   }
   if (!options.numWarps && !options.blockM && !options.blockN)
@@ -1151,5 +1176,6 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
   }
 
   manifest = buildBackwardManifest(builder, bs, name, specs);
+  gpukernel::setIndexBitwidth(gpuModule, manifest, bs.indexBitwidth);
   return gpuModule;
 }

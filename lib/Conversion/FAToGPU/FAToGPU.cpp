@@ -903,39 +903,6 @@ static std::string kernelBaseName(StringRef funcName) {
   return name;
 }
 
-namespace {
-/// A tensor operand or result whose static dims multiply to 2^31 or more.
-struct OversizedTensor {
-  StringRef what; // "operand" or "result"
-  unsigned number;
-  uint64_t elements; // saturated at 2^64 - 1
-};
-} // namespace
-
-/// The first tensor operand or result of `op` whose static dims multiply to
-/// 2^31 elements or more (dynamic dims count as 1), if any.
-static std::optional<OversizedTensor> findOversizedTensor(Operation *op) {
-  auto elementsOf = [](Value value) -> uint64_t {
-    auto type = dyn_cast<ShapedType>(value.getType());
-    if (!type || !type.hasRank())
-      return 0;
-    uint64_t elements = 1;
-    for (int64_t size : type.getShape())
-      if (!ShapedType::isDynamic(size))
-        elements =
-            llvm::SaturatingMultiply(elements, static_cast<uint64_t>(size));
-    return elements;
-  };
-  const uint64_t limit = uint64_t(1) << 31;
-  for (OpOperand &operand : op->getOpOperands())
-    if (uint64_t n = elementsOf(operand.get()); n >= limit)
-      return OversizedTensor{"operand", operand.getOperandNumber(), n};
-  for (OpResult result : op->getResults())
-    if (uint64_t n = elementsOf(result); n >= limit)
-      return OversizedTensor{"result", result.getResultNumber(), n};
-  return std::nullopt;
-}
-
 /// The bits of the forward kernel's `index` type. Only the TMA wgmma
 /// kernels take 32 (convert-nvgpu-to-nvvm lowers the mma.sync kernels' nvgpu
 /// ops with 64-bit indices, and the others were not checked with 32): `option`
@@ -954,48 +921,7 @@ static int64_t forwardIndexBitwidth(AttentionOp op, const KernelShape &ks,
       ks.producerWarp &&
       ((ks.d == 128 && ks.dv == 128) ||
        (ks.d == 64 && ks.dv == 64 && ks.causal != CausalKind::none));
-  return measuredFaster && !findOversizedTensor(op) ? 32 : 64;
-}
-
-/// With 32-bit indices, every element offset a kernel computes must fit in
-/// an i32: rejects `op` when a tensor operand or result has static
-/// dimensions whose product is 2^31 or more. Dynamic dimensions are the
-/// runtime's check.
-static LogicalResult checkIndexBitwidth(Operation *op, int64_t indexBitwidth) {
-  if (indexBitwidth == 64)
-    return success();
-  std::optional<OversizedTensor> tensor = findOversizedTensor(op);
-  if (!tensor)
-    return success();
-  InFlightDiagnostic diag =
-      op->emitOpError("expected fewer than 2^31 elements in each tensor with "
-                      "index-bitwidth=32, but ");
-  diag << tensor->what << " #" << tensor->number << " has ";
-  if (tensor->elements == std::numeric_limits<uint64_t>::max())
-    diag << "2^64 or more";
-  else
-    diag << tensor->elements;
-  return diag << " (compile it with index-bitwidth=64)";
-}
-
-/// Gives the kernel of `kernels` `index` values of `indexBitwidth` bits
-/// (a DLTI data layout on the gpu.module, which upstream's conversions to
-/// LLVM follow) and records 32 in the manifest (`index_bits`; runtimes read
-/// a missing key as 64).
-static void setIndexBitwidth(gpu::GPUModuleOp kernels, DictionaryAttr &manifest,
-                             int64_t indexBitwidth) {
-  if (indexBitwidth == 64)
-    return;
-  MLIRContext *ctx = kernels.getContext();
-  Builder b(ctx);
-  kernels->setAttr(
-      DLTIDialect::kDataLayoutAttrName,
-      DataLayoutSpecAttr::get(
-          ctx, {DataLayoutEntryAttr::get(IndexType::get(ctx),
-                                         b.getI64IntegerAttr(indexBitwidth))}));
-  NamedAttrList entries(manifest);
-  entries.set("index_bits", b.getI64IntegerAttr(indexBitwidth));
-  manifest = entries.getDictionary(ctx);
+  return measuredFaster && !gpukernel::hasOversizedTensor(op) ? 32 : 64;
 }
 
 namespace {
@@ -1127,7 +1053,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       }
       for (size_t n = 0, e = ops.size(); n < e; ++n) {
         FailureOr<KernelShape> ks = getKernelShape(ops[n], options);
-        if (failed(ks) || failed(checkIndexBitwidth(
+        if (failed(ks) || failed(gpukernel::checkIndexBitwidth(
                               ops[n], forwardIndexBitwidth(
                                           ops[n], *ks, options.indexBitwidth))))
           failedAny = true;
@@ -1172,9 +1098,10 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
             buildAttentionKernel(builder, op, name, options, manifest);
         if (failed(kernels))
           return signalPassFailure();
-        setIndexBitwidth(*kernels, manifest,
-                         forwardIndexBitwidth(op, *getKernelShape(op, options),
-                                              options.indexBitwidth));
+        gpukernel::setIndexBitwidth(
+            *kernels, manifest,
+            forwardIndexBitwidth(op, *getKernelShape(op, options),
+                                 options.indexBitwidth));
         manifests.push_back(builder.getNamedAttr(name, manifest));
       }
       for (auto [n, op] : llvm::enumerate(bwdHosts.lookup(func))) {

@@ -116,6 +116,23 @@ inline StringRef typeName(Type t) {
   return "f32";
 }
 
+/// Whether a tensor operand or result of `op` has static dims (dynamic
+/// ones count as 1) that multiply to 2^31 elements or more.
+bool hasOversizedTensor(Operation *op);
+
+/// With 32-bit indices, every element offset a kernel computes must fit in
+/// an i32: an op error at `op` when a tensor operand or result has static
+/// dims whose product is 2^31 or more (dynamic dims are the runtime's
+/// check); success for 64.
+LogicalResult checkIndexBitwidth(Operation *op, int64_t indexBitwidth);
+
+/// Gives the kernels of `kernels` `index` values of `indexBitwidth` bits
+/// (a DLTI data layout on the gpu.module, which upstream's conversions to
+/// LLVM follow) and records 32 in `manifest` (`index_bits`; the runtimes
+/// read a missing key as 64). Nothing for 64.
+void setIndexBitwidth(gpu::GPUModuleOp kernels, DictionaryAttr &manifest,
+                      int64_t indexBitwidth);
+
 /// A kernel argument type: `shape` of `elt` with a dynamic offset and dynamic
 /// strides, so the strides the launcher passes are the ones used.
 inline MemRefType globalMemRefType(MLIRContext *ctx, ArrayRef<int64_t> shape,

@@ -255,6 +255,10 @@ struct WgmmaBackwardShape {
   /// copies the lse/delta columns; the consumers release each stage on an
   /// "empty" mbarrier (FlashAttention-3, Section 3.1).
   bool producerWarp = false;
+  /// Bits of the kernel's `index` type (the gpu.module's DLTI data layout):
+  /// 64, or 32 with TMA (lse/delta/dq_accum addresses then come from the
+  /// memref descriptors' 64-bit pointers: alignedPointerOf).
+  int64_t indexBitwidth = 64;
 
   int64_t ownRows() const { return 16 * numWarps; }
   /// TMA: the mbarriers (own first, own second, one per stage of each loop

@@ -385,24 +385,28 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // past the last tile), completed by the loader's cp.async.wait_all before
   // the block barrier that ends the iteration: no register holds the value
   // across the iteration.
-  // The global address of f32 element [batch, row(, column)] of `memref`
-  // (a unit-stride innermost dim when a column is given).
+  // The global address (i64) of f32 element [batch, row(, column)] of
+  // `memref` (a unit-stride innermost dim when a column is given): the
+  // descriptor's aligned pointer plus the element offset in bytes, in 64
+  // bits whatever the index type (memref.extract_aligned_pointer_as_index
+  // would truncate the pointer to a 32-bit index).
   auto addressOf = [&](FragmentBuilder &x, Value memref, Value row,
                        Value column = Value()) {
     auto meta = memref::ExtractStridedMetadataOp::create(x.b, x.loc, memref);
-    Value ptr = arith::IndexCastUIOp::create(
+    Value ptr = LLVM::PtrToIntOp::create(
         x.b, x.loc, i64,
-        memref::ExtractAlignedPointerAsIndexOp::create(x.b, x.loc, memref));
+        alignedPointerOf(x.b, x.loc, memref, ks.indexBitwidth));
     Value element =
         x.add(x.add(meta.getOffset(), x.mul(batch, meta.getStrides()[0])),
               x.mul(row, meta.getStrides()[1]));
     if (column)
       element = x.add(element, column);
-    return arith::AddIOp::create(
-               x.b, x.loc, ptr,
-               arith::IndexCastOp::create(x.b, x.loc, i64,
-                                          x.mul(element, x.cstIndex(4))))
-        .getResult();
+    // Offsets are below 2^31 elements with 32-bit indices (the runtimes'
+    // launch check), their bytes not.
+    Value bytes = arith::MulIOp::create(
+        x.b, x.loc, arith::IndexCastUIOp::create(x.b, x.loc, i64, element),
+        arith::ConstantIntOp::create(x.b, x.loc, i64, 4));
+    return arith::AddIOp::create(x.b, x.loc, ptr, bytes).getResult();
   };
   auto copyColumnAsync = [&](FragmentBuilder &x, Value tb) {
     scf::IfOp::create(

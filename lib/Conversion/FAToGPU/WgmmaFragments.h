@@ -25,6 +25,8 @@
 
 #include "TensorCoreFragments.h"
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 #include <string>
@@ -40,6 +42,25 @@ inline StringRef constraintOf(Type t) {
   if (t.isInteger(64) || isa<LLVM::LLVMPointerType>(t))
     return "l";
   return "r";
+}
+
+/// The aligned data pointer (a generic `!llvm.ptr`) of the global
+/// `memref`: an unrealized cast of the memref to its LLVM descriptor, with
+/// `indexBitwidth`-bit sizes and strides as the kernel's data layout makes
+/// them, whose second field is that pointer; reconcile-unrealized-casts
+/// folds the cast into the kernel argument that convert-gpu-to-nvvm makes
+/// of the memref. Unlike memref.extract_aligned_pointer_as_index, whose
+/// result is an index, the pointer keeps its 64 bits with 32-bit indices.
+inline Value alignedPointerOf(OpBuilder &b, Location loc, Value memref,
+                              int64_t indexBitwidth) {
+  MLIRContext *ctx = b.getContext();
+  LowerToLLVMOptions options(ctx);
+  options.overrideIndexBitwidth(indexBitwidth);
+  LLVMTypeConverter converter(ctx, options);
+  Type descriptor = converter.convertType(memref.getType());
+  Value cast = UnrealizedConversionCastOp::create(b, loc, descriptor, memref)
+                   .getResult(0);
+  return LLVM::ExtractValueOp::create(b, loc, cast, ArrayRef<int64_t>{1});
 }
 
 /// Inline PTX `text` (side effects, so never reordered with other inline
