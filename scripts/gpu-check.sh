@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-call GPU check for the device machine (CUDA + PyTorch, no LLVM/MLIR):
-# builds the runtime and fa-run (-DFA_ENABLE_COMPILER=OFF) into /tmp, runs
+# builds the runtime (also libfa_runtime.so, for the Python tests' ctypes
+# launcher) and fa-run (-DFA_ENABLE_COMPILER=OFF) into /tmp, runs
 # the host unit tests, then bench/gpu_check.py over every *.manifest of the
 # given artifacts folders: fa-run's own check against float64 plus PyTorch
 # SDPA's error on the same inputs. Ends with 'N passed, N failed'; non-zero
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --selftest) SELFTEST=1 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) DIRS+=("$1") ;;
   esac
   shift
@@ -38,7 +39,7 @@ echo "== build: runtime + fa-run -> $BUILD"
 cmake -G Ninja -S "$ROOT" -B "$BUILD" -DFA_ENABLE_COMPILER=OFF \
   -DCMAKE_BUILD_TYPE=Release >"$BUILD.cmake.log" 2>&1 \
   || { cat "$BUILD.cmake.log"; die "cmake failed"; }
-ninja -C "$BUILD" fa-run fa-runtime-unittests >"$BUILD.ninja.log" 2>&1 \
+ninja -C "$BUILD" fa-run fa-runtime-unittests fa_runtime_shared >"$BUILD.ninja.log" 2>&1 \
   || { cat "$BUILD.ninja.log"; die "build failed"; }
 FA_RUN="$BUILD/bin/fa-run"
 "$BUILD/bin/fa-runtime-unittests" >"$BUILD.unittests.log" 2>&1 \

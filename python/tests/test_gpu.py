@@ -43,6 +43,16 @@ def rel(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
+def grads_or_skip(o, inputs, do):
+    """torch.autograd.grad(o, inputs, do); skips the test when the kernel
+    set has no backward (fa_opt raises NotImplementedError then)."""
+    try:
+        return torch.autograd.grad(o, inputs, do)
+    except NotImplementedError as err:
+        assert "backward is not available" in str(err)
+        pytest.skip(f"no backward kernels: {err}")
+
+
 def rand(*shape, dtype=torch.bfloat16):
     return torch.randn(*shape, device="cuda", dtype=torch.float32).to(dtype)
 
@@ -196,11 +206,7 @@ def test_backward(dtype, causal):
     q, k, v = (rand(2, 3, n, 64, dtype=dtype).requires_grad_() for n in (77, 131, 131))
     do = rand(2, 3, 77, 64, dtype=dtype)
     o = fa_opt.attention(q, k, v, causal=causal)
-    try:
-        dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
-    except NotImplementedError as err:
-        assert "backward is not available" in str(err)
-        pytest.skip(f"no backward kernels: {err}")
+    dq, dk, dv = grads_or_skip(o, (q, k, v), do)
     qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
     ref_o, _ = reference(qd, kd, vd, causal)
     rq, rk, rv = torch.autograd.grad(ref_o, (qd, kd, vd), do.double())
@@ -250,11 +256,7 @@ def _grads_vs_float64(leaves, make, do, causal):
     copies fa_opt made."""
     before = ops.copy_count
     o = fa_opt.attention(*make(*leaves), causal=causal)
-    try:
-        grads = torch.autograd.grad(o, leaves, do)
-    except NotImplementedError as err:
-        assert "backward is not available" in str(err)
-        pytest.skip(f"no backward kernels: {err}")
+    grads = grads_or_skip(o, leaves, do)
     copies = ops.copy_count - before
     doubles = [t.detach().double().requires_grad_() for t in leaves]
     ref_o, _ = reference(*make(*doubles), causal)
@@ -381,11 +383,7 @@ def test_32_bit_index_backward_splits_large_batches(head_dim, causal):
     do = rand(1, heads, t, head_dim)
     assert q.numel() >= 2**31
     o = fa_opt.attention(q, k, v, causal=causal)
-    try:
-        dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
-    except NotImplementedError as err:
-        assert "backward is not available" in str(err)
-        pytest.skip(f"no backward kernels: {err}")
+    dq, dk, dv = grads_or_skip(o, (q, k, v), do)
     ks = ops._kernels(q, ops.check_inputs(q, k, v), causal, None)
     assert ks.backward is not None
     assert all(m.index_bits == 32 for m in ks.backward.kernels)

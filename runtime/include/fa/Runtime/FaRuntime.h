@@ -134,9 +134,15 @@ faRtStatus faRtBackwardWorkspaceSize(faRtBackward backward, int64_t batch,
 
 /* Launches the manifest's kernels in order on `stream`; asynchronous.
  * Checks the sizes against the manifest's static dims. Kernels with an
- * empty grid are skipped. A kernel whose section has tensor_map lines
- * (version 4) gets one CUtensorMap by value per line after its memref
- * params; every kernel's maps are encoded before the first launch. */
+ * empty grid are skipped. A dynamic batch over 65535 (grid y), or one whose
+ * tensors reach 2^31 elements with kernels of 32-bit indices (`index_bits
+ * 32`), goes in chunks of fewer batches, every kernel in order per chunk
+ * (each chunk's pointers, the workspace's too, advanced to its first
+ * batch); a static one must fit one launch, and so must one batch entry
+ * (FA_RT_ERROR_SHAPE otherwise). Every launch is prepared before the
+ * first is issued, so a failure launches nothing. A kernel whose section has
+ * tensor_map lines (version 4) gets one CUtensorMap by value per line after its
+ * memref params; every kernel's maps are encoded before the first launch. */
 faRtStatus faRtBackwardLaunch(faRtBackward backward,
                               const faRtBackwardTensors *tensors,
                               int64_t batch, int64_t seqlenQ, int64_t seqlenK,
