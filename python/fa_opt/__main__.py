@@ -122,11 +122,11 @@ def _parser():
                         "deterministic=; default: fa-to-ptx's default, "
                         "false)")
     c.add_argument("--index-bitwidth", type=int, choices=(0, 32, 64),
-                   help="sm_90a TMA wgmma forward: bits of the kernel's "
+                   help="sm_90a TMA wgmma kernels: bits of their "
                         "index type (passed as fa-to-ptx's "
                         "index-bitwidth=; default: fa-to-ptx's default, 0: "
-                        "32 at D = Dv = 128 and at D = Dv = 64 with a "
-                        "causal mask, "
+                        "32 for the forward at D = Dv = 128 and at D = Dv "
+                        "= 64 with a causal mask and for the backward, "
                         "else 64)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")

@@ -188,11 +188,11 @@ class CompileOptions:
     # default (false). fa_opt.attention's backward asks for it by itself
     # under torch.use_deterministic_algorithms(True).
     deterministic: Optional[bool] = None
-    # Bits of the sm_90a TMA forward's index type (`index-bitwidth=0|32|64`):
-    # 32 makes its offsets 32-bit (tensors of 2^31 elements or more are
+    # Bits of the sm_90a TMA kernels' index type (`index-bitwidth=0|32|64`):
+    # 32 makes their offsets 32-bit (tensors of 2^31 elements or more are
     # launched in batch chunks by fa_opt.runtime); 0 is fa-to-ptx's default
-    # (32 at D = Dv = 128, and at D = Dv = 64 with a causal mask); None
-    # keeps it.
+    # (32 for the forward at D = Dv = 128 and at D = Dv = 64 with a causal
+    # mask, and for every TMA backward); None keeps it.
     index_bitwidth: Optional[int] = None
     extra: tuple = field(default=())  # further "key=value" pipeline options
 
