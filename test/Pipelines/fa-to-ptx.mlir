@@ -46,7 +46,7 @@
 // MANIFEST-NEXT:block_m 192
 // MANIFEST-NEXT:block_n 128
 // MANIFEST-NEXT:threads 512
-// MANIFEST-NEXT:shared_bytes 90184
+// MANIFEST-NEXT:shared_bytes 90192
 // MANIFEST-NEXT:row_align 16
 // MANIFEST-NEXT:index_bits 32
 // MANIFEST-NEXT:params q k v o lse

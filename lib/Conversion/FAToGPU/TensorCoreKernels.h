@@ -98,6 +98,15 @@ struct TensorCoreForwardShape {
     return tma ? 1 + (producerWarp ? 4 : 2) * wgmmaStages + tilesPerBlock - 1
                : 0;
   }
+  /// TMA wgmma kernel with one query tile per block under causal: the
+  /// blocks run longest first (longestFirstBlock, WgmmaFragments.h).
+  bool longestFirst() const {
+    return wgmma && tma && causal != CausalKind::none && tilesPerBlock == 1;
+  }
+  /// longestFirst with the producer warpgroup: the block's query tile and
+  /// batch entry (two u32) wait in workgroup memory after the mbarriers,
+  /// where the consumers' idle-warpgroup test and epilogue read them back.
+  bool storesBlockPosition() const { return longestFirst() && producerWarp; }
   /// Bytes of one column of core matrices of a `rows`-row wgmma tile: TMA
   /// writes a box densely (rows x 16 bytes); cp.async columns are padded.
   int64_t columnBytes(int64_t rows) const {
@@ -149,7 +158,8 @@ inline constexpr llvm::StringLiteral kTensorMapParamsAttrName =
 /// its size: [Q: blockM x (D + pad),] K: blockN x (D + pad),
 /// V: blockN x (Dv + pad), 2-byte elements. With TMA, the mbarriers (8
 /// bytes each, TensorCoreForwardShape::numBarriers) follow at
-/// barrierOffset.
+/// barrierOffset, then with storesBlockPosition the block's tile and batch
+/// entry (two u32).
 struct TensorCoreSharedLayout {
   int64_t qOffset, kOffset, vOffset, barrierOffset, bytes;
 };
@@ -167,7 +177,8 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
         l.kOffset + ks.wgmmaStages * ks.d / 8 * ks.columnBytes(ks.blockN);
     l.barrierOffset =
         l.vOffset + ks.wgmmaStages * ks.dv / 8 * ks.columnBytes(ks.blockN);
-    l.bytes = l.barrierOffset + 8 * ks.numBarriers();
+    l.bytes = l.barrierOffset + 8 * ks.numBarriers() +
+              (ks.storesBlockPosition() ? 8 : 0);
     return l;
   }
   l.kOffset =

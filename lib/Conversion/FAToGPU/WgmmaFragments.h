@@ -151,6 +151,72 @@ inline Value rereadQueryBlockIndex(FragmentBuilder &x, CausalKind causal) {
   return arith::SubIOp::create(x.b, x.loc, last, block);
 }
 
+/// The L2 bytes that one section of a
+/// longest-first grid may keep of its loop tiles (about two thirds of the
+/// H200's 50 MB L2).
+constexpr int64_t kLongestFirstL2Bytes = int64_t(32) << 20;
+
+/// The tile (query tile or key block, i32) and batch entry (i32) of this
+/// block in a grid of (tiles, batch) blocks run longest first: the causal
+/// kernels' blocks differ in work (the number of loop tiles they visit),
+/// and the hardware starts them in the order x + y * gridDim.x, so taking
+/// (tile, batch) as (ctaid.x, ctaid.y) ends the grid with long blocks
+/// started last. Here that launch order is split into sections of S batch
+/// entries (S x gridDim.x blocks; the last section may hold fewer
+/// entries), and within a section the blocks take the longest tile of
+/// every entry first, then the next longest, and so on: list scheduling
+/// in longest-processing-time-first order (Graham 1969), as
+/// FlashAttention-3's LPT tile scheduler does, so that the grid ends on
+/// short blocks. S = max(1, kLongestFirstL2Bytes / (loopRows x rowBytes))
+/// keeps the loop tiles of one section (loopRows rows of rowBytes bytes
+/// per batch entry, an index value) within the L2 budget, so that the
+/// blocks of an entry still meet in L2. `heaviestLast`: the longest tile
+/// has the last index (the forward and _dq under causal), else the first
+/// (_dkdv). Every block of the grid gets a distinct (tile, batch).
+inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
+                                                 Value loopRows,
+                                                 int64_t rowBytes,
+                                                 bool heaviestLast) {
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(x.b, x.loc, x.b.getI32Type(), v);
+  };
+  auto add = [&](Value a, Value c) -> Value {
+    return arith::AddIOp::create(x.b, x.loc, a, c);
+  };
+  auto sub = [&](Value a, Value c) -> Value {
+    return arith::SubIOp::create(x.b, x.loc, a, c);
+  };
+  auto mul = [&](Value a, Value c) -> Value {
+    return arith::MulIOp::create(x.b, x.loc, a, c);
+  };
+  auto div = [&](Value a, Value c) -> Value {
+    return arith::DivUIOp::create(x.b, x.loc, a, c);
+  };
+  Value tiles = readSpecialRegister(x, "%nctaid.x");
+  Value entries = readSpecialRegister(x, "%nctaid.y");
+  Value launch = add(readSpecialRegister(x, "%ctaid.x"),
+                     mul(readSpecialRegister(x, "%ctaid.y"), tiles));
+  // Rows above 2^31 give one entry per section whatever the i32 says.
+  Value rows = arith::IndexCastUIOp::create(
+      x.b, x.loc, x.b.getI32Type(),
+      arith::MinUIOp::create(x.b, x.loc, loopRows, x.cstIndex(1LL << 30)));
+  Value section = arith::MaxUIOp::create(
+      x.b, x.loc,
+      div(cst(kLongestFirstL2Bytes / rowBytes),
+          arith::MaxUIOp::create(x.b, x.loc, rows, cst(1))),
+      cst(1));
+  Value sectionBlocks = mul(section, tiles);
+  Value s = div(launch, sectionBlocks);
+  Value r = sub(launch, mul(s, sectionBlocks));
+  Value firstEntry = mul(s, section);
+  Value width =
+      arith::MinUIOp::create(x.b, x.loc, section, sub(entries, firstEntry));
+  Value rank = div(r, width);
+  Value batch = add(firstEntry, sub(r, mul(rank, width)));
+  Value tile = heaviestLast ? sub(sub(tiles, cst(1)), rank) : rank;
+  return {tile, batch};
+}
+
 /// `values` passed through inline PTX `text` as tied operands: the
 /// register accesses of `values` are ordered with `text`.
 inline SmallVector<Value> ptxWith(FragmentBuilder &x, StringRef text,

@@ -1,0 +1,110 @@
+// Causal TMA wgmma forwards with one query tile per block run their blocks
+// longest first (longestFirstBlock in WgmmaFragments.h): launch index
+// L = ctaid.x + ctaid.y * nctaid.x; sections of S = max(1, 32 MiB /
+// (Tk x (D + Dv) x 2 bytes) / ...) batch entries (S x nctaid.x blocks, the
+// last section possibly narrower); within a section the rank L % (S x
+// nctaid.x) / width picks the tile (the longest, nctaid.x - 1, first) and
+// the remainder the entry. With the producer warpgroup thread 0 leaves
+// (tile, entry) in workgroup memory after the mbarriers (8 more bytes)
+// and the consumers read it back for the idle-warpgroup exit and the TMA
+// epilogue instead of dividing again or reading %ctaid.y.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s
+// bottom_right orders its blocks the same way.
+// RUN: sed -e 's/causal(top_left)/causal(bottom_right)/' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s
+// Without the producer warpgroup the order is the same, and nothing is
+// stored (nothing reads it back).
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1" | FileCheck %s --check-prefix=PLAIN
+// Untouched: two query tiles per block (the causal pairs n - 1 - x and x
+// balance the blocks already), cp.async tiles (tma=0), and no mask: the
+// query tile is ctaid.x (reversed under causal) and the entry ctaid.y.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 tiles-per-block=2" | FileCheck %s --check-prefix=GRID
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=GRID
+// RUN: sed -e 's/ causal(top_left)//' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s --check-prefix=GRID
+
+// CHECK-LABEL: module attributes
+// The slot after the 13 mbarriers of the 12-warp kernel: 90184 + 8 bytes.
+// CHECK-SAME: shared_bytes = 90192
+// CHECK-LABEL: gpu.func @d64_attention_0
+// Tk (the kernel's, then the order's own read).
+// CHECK: memref.dim %arg1, %{{.+}} : memref<?x?x64xbf16
+// CHECK: %[[TK:.+]] = memref.dim %arg1, %{{.+}} : memref<?x?x64xbf16
+// CHECK: %[[NX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.x;"
+// CHECK-NEXT: %[[NY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
+// CHECK-NEXT: %[[CY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.y;"
+// CHECK-NEXT: %[[CYNX:.+]] = arith.muli %[[CY]], %[[NX]] : i32
+// CHECK-NEXT: %[[CX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.x;"
+// CHECK-NEXT: %[[L:.+]] = arith.addi %[[CX]], %[[CYNX]] : i32
+// CHECK: %[[ROWS:.+]] = arith.minui %[[TK]], %c1073741824 : index
+// CHECK: %[[ROWS32:.+]] = arith.index_castui %[[ROWS]] : index to i32
+// CHECK: %[[ROWS1:.+]] = arith.maxui %[[ROWS32]], %{{.+}} : i32
+// 32 MiB / (64 + 64) x 2 bytes per K/V row.
+// CHECK: %[[S0:.+]] = arith.divui %c131072_i32, %[[ROWS1]] : i32
+// CHECK-NEXT: %[[S:.+]] = arith.maxui %[[S0]], %c1_i32 : i32
+// CHECK-NEXT: %[[SB:.+]] = arith.muli %[[S]], %[[NX]] : i32
+// CHECK-NEXT: %[[SEC:.+]] = arith.divui %[[L]], %[[SB]] : i32
+// CHECK-NEXT: %[[SEC0:.+]] = arith.muli %[[SEC]], %[[SB]] : i32
+// CHECK-NEXT: %[[R:.+]] = arith.subi %[[L]], %[[SEC0]] : i32
+// CHECK-NEXT: %[[FIRST:.+]] = arith.muli %[[SEC]], %[[S]] : i32
+// CHECK-NEXT: %[[LEFT:.+]] = arith.subi %[[NY]], %[[FIRST]] : i32
+// CHECK-NEXT: %[[W:.+]] = arith.minui %[[S]], %[[LEFT]] : i32
+// CHECK-NEXT: %[[RANK:.+]] = arith.divui %[[R]], %[[W]] : i32
+// CHECK-NEXT: %[[RW:.+]] = arith.muli %[[RANK]], %[[W]] : i32
+// CHECK-NEXT: %[[E:.+]] = arith.subi %[[R]], %[[RW]] : i32
+// CHECK-NEXT: %[[ENTRY:.+]] = arith.addi %[[FIRST]], %[[E]] : i32
+// CHECK-NEXT: %{{.+}} = arith.constant 1 : i32
+// CHECK-NEXT: %[[LAST:.+]] = arith.subi %[[NX]], %{{.+}} : i32
+// CHECK-NEXT: %[[TILE:.+]] = arith.subi %[[LAST]], %[[RANK]] : i32
+// CHECK-NOT: gpu.block_id
+// CHECK: "fence.mbarrier_init.release.cluster;"
+// CHECK: %c90184_i32 = arith.constant 90184 : i32
+// CHECK-NEXT: %[[SLOT:.+]] = arith.addi %{{.+}}, %c90184_i32 : i32
+// CHECK-NEXT: "st.shared.v2.u32 [$0], {$1, $2};", "r,r,r" %[[SLOT]], %[[TILE]], %[[ENTRY]]
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK: "setmaxnreg.inc.sync.aligned.u32 160;"
+// CHECK: "ld.shared.v2.u32 {$0, $1}, [$2];"
+// CHECK: "{\0A.reg .pred p;\0Asetp.ne.u32 p, $0, 0;\0A@p exit;\0A}"
+// CHECK-NOT: %ctaid
+// CHECK: "ld.shared.v2.u32 {$0, $1}, [$2];"
+// CHECK-NOT: %ctaid
+// CHECK: cp.async.bulk.tensor.3d.global.shared::cta.bulk_group
+// CHECK-NOT: %ctaid
+// CHECK: gpu.return
+
+// PLAIN-LABEL: gpu.func @d64_attention_0
+// PLAIN: "mov.u32 $0, %nctaid.y;"
+// PLAIN: arith.divui %c131072_i32
+// PLAIN-NOT: st.shared.v2.u32
+// PLAIN-NOT: ld.shared.v2.u32
+// PLAIN: gpu.return
+
+// GRID-LABEL: gpu.func @d64_attention_0
+// GRID-NOT: %nctaid.y
+// GRID-NOT: st.shared.v2.u32
+// GRID: gpu.block_id y
+// GRID-NOT: %nctaid.y
+// GRID-NOT: st.shared.v2.u32
+// GRID: gpu.return
+func.func @d64(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> tensor<?x?x64xbf16> {
+  %o = fa.attention %q, %k, %v causal(top_left) : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16> -> tensor<?x?x64xbf16>
+  return %o : tensor<?x?x64xbf16>
+}
+
+// -----
+
+// D 128, f16, with lse: 32 MiB / (128 + 128) x 2 bytes per K/V row.
+// CHECK-LABEL: gpu.func @d128_attention_0
+// CHECK: arith.divui %c65536_i32
+// CHECK: "st.shared.v2.u32 [$0], {$1, $2};"
+// CHECK: gpu.return
+// PLAIN-LABEL: gpu.func @d128_attention_0
+// PLAIN: arith.divui %c65536_i32
+// PLAIN-NOT: st.shared.v2.u32
+// PLAIN: gpu.return
+// GRID-LABEL: gpu.func @d128_attention_0
+// GRID-NOT: %nctaid.y
+// GRID: gpu.return
+func.func @d128(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v causal(top_left) : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
+  return %o, %lse : tensor<?x?x128xf16>, tensor<?x?xf32>
+}
