@@ -83,16 +83,50 @@
 // PTX: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
 // PTX: mbarrier.arrive.shared::cta.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// The epilogue: o staged in workgroup memory, then TMA stores.
+// The peeled boundary between the tiles: tile 0's last P V (ten k16
+// steps), then the waits for tile 1's Q and K_0 and its S_0 (eight), then
+// a wait for the P V alone; tile 0's epilogue (o staged in workgroup
+// memory, then TMA stores) runs while S_0 is on the tensor cores, and only
+// then the wait for S_0.
+// PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
+// PTX-COUNT-10: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX-NOT: wgmma.wait_group
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
+// PTX-NOT: wgmma.mma_async
+// PTX: wgmma.wait_group.sync.aligned 1;
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
 // PTX: st.shared.b32
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
 // PTX: fence.proxy.async.shared::cta;
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
 // PTX: cp.async.bulk.tensor.3d.global.shared::cta.bulk_group
 // PTX: cp.async.bulk.commit_group;
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: wgmma.wait_group
+// PTX: wgmma.wait_group.sync.aligned 0;
+// Tile 1's key loop; the reads of both tiles' o stores are waited for
+// once, after everything else (the code of the other branch, tile 0 alone
+// and then tile 1 from its start, comes before in the PTX).
 // PTX-NOT: cp.async.bulk.wait_group.read
 // PTX: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
+// PTX-NOT: cp.async.bulk.wait_group.read
 // PTX: cp.async.bulk.commit_group;
-// PTX-NOT: wgmma.mma_async
+// PTX-NOT: cp.async.bulk.wait_group.read
 // PTX: cp.async.bulk.wait_group.read 0;
+// PTX-NOT: wgmma.mma_async
+// PTX-NOT: cp.async.bulk.commit_group
 // PTX-NOT: st.global.b16
 // PTX-NOT: cp.async.cg
 // PTX-NOT: cp.async.ca

@@ -126,15 +126,16 @@ struct FAToPTXPipelineOptions
       llvm::cl::init(false)};
   PassOptions::Option<int64_t> tilesPerBlock{
       *this, "tiles-per-block",
-      llvm::cl::desc("With producer-warp, without pingpong: query tiles per "
-                     "GPU block of the TMA wgmma forward, 1 or 2 (2: Q "
-                     "double-buffered, the second tile's loads overlap the "
-                     "first tile's end), or 0: 2 for two consumer "
-                     "warpgroups at head dims above 64 (the default D 128 "
-                     "kernels) unless Tk is static with at most five key "
-                     "blocks, else 1 (convert-fa-to-gpu); other values, "
-                     "or 2 without producer-warp or with pingpong: an "
-                     "error"),
+      llvm::cl::desc(
+          "With producer-warp, without pingpong: query tiles per "
+          "GPU block of the TMA wgmma forward, 1 or 2 (2: Q "
+          "double-buffered, the second tile's loads and first "
+          "S product overlap the first tile's end), or 0: 2 for two consumer "
+          "warpgroups at head dims above 64 (the default D 128 "
+          "kernels) unless Tk is static with at most five key "
+          "blocks, else 1 (convert-fa-to-gpu); other values, "
+          "or 2 without producer-warp or with pingpong: an "
+          "error"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
