@@ -468,6 +468,9 @@ class BackwardManifest:
     deterministic: bool
     scratch: List[Scratch]
     kernels: List[Manifest]  # launch order; each a forward-style view
+    # Bits of the kernels' index type (header `index_bits`, absent: 64);
+    # every kernel view carries the same value.
+    index_bits: int = 64
 
     def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
         return all(want is None or want == got for want, got in (
@@ -595,7 +598,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
     o_dtype = dtype_of("o_dtype", dtype)
     do_dtype = dtype_of("do_dtype", o_dtype)
     index_bits = _index_bits(one(header, "index_bits", "64"),
-                             f"{path}")
+                             f"{path}:{header_lines.get('index_bits', 0)}")
     kernels = []
     for sec, maps in zip(sections, section_maps):
         name = one(sec, "kernel")
@@ -642,7 +645,7 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
         batch=batch, seqlen_q=seqlen_q, seqlen_k=seqlen_k, head_dim=head_dim,
         head_dim_v=head_dim_v,
         deterministic=one(header, "deterministic", "0") == "1",
-        scratch=scratch, kernels=kernels)
+        scratch=scratch, kernels=kernels, index_bits=index_bits)
 
 
 def parse_any_manifest(text: str, path: str = "<manifest>"):

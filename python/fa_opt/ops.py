@@ -86,7 +86,7 @@ def _as_memref(name: str, t: torch.Tensor, inputs=None):
     rank 2 ``[batch, T]`` for lse. Copies ``t`` when its batch dims do not
     flatten (fa_opt.layout), or when ``name`` is in ``inputs`` (default
     ``_INPUTS``) and its rows are not 16-byte aligned or one batch entry
-    spans more than 2^31 elements (:func:`_too_wide`)."""
+    spans 2^31 elements or more (:func:`_too_wide`)."""
     global copy_count
     view = _view(name, t)
     inputs = _INPUTS if inputs is None else inputs
@@ -116,11 +116,11 @@ _BACKWARD_INPUTS = _INPUTS | {"o"}
 
 
 def _too_wide(view) -> bool:
-    """Whether one batch entry of the view spans more than 2^31 elements (an
+    """Whether one batch entry of the view spans 2^31 elements or more (an
     interleaved layout such as [1, T, H, D] read as [H, T, D]): the kernels
     with 32-bit indices (``index_bits 32``) take batch chunks below 2^31
-    (fa_opt.runtime.batch_chunk), which a contiguous copy allows."""
-    return one_batch_span(*view) > 2**31
+    elements (fa_opt.runtime.batch_chunk), which a contiguous copy allows."""
+    return one_batch_span(*view) >= 2**31
 
 
 def _rows_aligned(t: torch.Tensor, view) -> bool:
@@ -133,11 +133,11 @@ def _rows_aligned(t: torch.Tensor, view) -> bool:
 def _new_like(q: torch.Tensor, last: int, dtype: torch.dtype) -> torch.Tensor:
     """An output shaped like ``q`` with last dim ``last``: in q's memory
     layout when that flattens (a [B, T, H, D] layout stays one) and one
-    batch entry spans at most 2^31 elements, else contiguous."""
+    batch entry spans fewer than 2^31 elements, else contiguous."""
     if last == q.shape[-1] and dtype == q.dtype:
         out = torch.empty_like(q)
         view = rank3(out.shape, out.stride())
-        if view is not None and one_batch_span(*view) <= 2**31:
+        if view is not None and one_batch_span(*view) < 2**31:
             return out
     return q.new_empty((*q.shape[:-1], last), dtype=dtype)
 

@@ -173,29 +173,31 @@ def batch_chunk(manifest: Manifest,
                                          int]]) -> int:
     """The most batches one launch of ``manifest`` takes: 65535 (grid y),
     and for a kernel with 32-bit indices (``index_bits 32``) few enough
-    that every param's largest element offset in the chunk, ``(chunk - 1)
-    * batch_stride + (the last element's offset within one batch)``, stays
-    below 2^31. Raises ValueError when one batch alone spans more than 2^31
-    elements (such a tensor needs a kernel compiled with
-    ``index-bitwidth=64``)."""
+    that every param's extent in the chunk, ``(chunk - 1) * batch_stride +
+    (the elements one batch spans)``, stays below 2^31 elements: the rule
+    of the compiler's static check and of the C++ runtime's ``batchChunk``
+    (every offset, size and stride then fits a signed 32-bit index).
+    Raises ValueError when one batch alone spans 2^31 elements or more
+    (such a tensor needs a kernel compiled with ``index-bitwidth=64``)."""
     step = MAX_GRID_Y
     if manifest.index_bits != 32:
         return step
+    limit = 2**31 - 1
     for name in manifest.params:
         _, sizes, strides, _ = tensors[name]
         span = one_batch_span(sizes, strides)
         if span == 0:
             continue  # no element
-        if span > 2**31:
+        if span > limit:
             raise ValueError(
                 f"kernel {manifest.kernel} was compiled with 32-bit indices "
                 f"(index_bits 32): one batch of '{name}' spans {span} "
-                f"elements, expected at most 2^31 (compile with "
+                f"elements, expected fewer than 2^31 (compile with "
                 f"index-bitwidth=64)")
         if strides[0]:
-            # The chunk's last element, (step - 1) * stride + span - 1, is
-            # at most 2^31 - 1.
-            step = min(step, (2**31 - span) // abs(strides[0]) + 1)
+            # The chunk's extent, (step - 1) * stride + span, is at most
+            # 2^31 - 1.
+            step = min(step, (limit - span) // abs(strides[0]) + 1)
     return step
 
 

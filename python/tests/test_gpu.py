@@ -355,9 +355,10 @@ def test_32_bit_index_kernels_split_large_batches(head_dim, causal, layout):
                    for _ in range(3))
     assert q.numel() >= 2**31
     o = fa_opt.attention(q, k, v, causal=causal)
-    # The chunk of 2^31 / (t * head_dim) batches ends before `step`.
-    step = 2**31 // (t * head_dim)
-    for h in (0, step - 1, step, heads - 1):
+    # The first chunk holds 2^31 / (t * head_dim) - 1 batches (fewer than
+    # 2^31 elements): batch `first` starts the second.
+    first = 2**31 // (t * head_dim) - 1
+    for h in (0, first - 1, first, heads - 1):
         ref_o, _ = reference(q[:, h], k[:, h], v[:, h], causal)
         assert rel(o[:, h], ref_o) < TOL[torch.bfloat16], h
     del q, k, v, o
@@ -388,8 +389,9 @@ def test_32_bit_index_backward_splits_large_batches(head_dim, causal):
     assert ks.backward is not None
     assert all(m.index_bits == 32 for m in ks.backward.kernels)
     del o
-    # The chunk of 2^31 / (t * head_dim) batches ends before `step`.
-    for h in (0, step - 1, step, heads - 1):
+    # The first chunk holds step - 1 batches (fewer than 2^31 elements):
+    # batch step - 1 starts the second.
+    for h in (0, step - 2, step - 1, heads - 1):
         leaves = [x[:, h].detach().double().requires_grad_()
                   for x in (q, k, v)]
         ref_o, _ = reference(*leaves, causal)

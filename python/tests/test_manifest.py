@@ -421,10 +421,15 @@ def test_index_bits():
             parse_manifest(DOC_EXAMPLE + f"index_bits {bad}\n")
     # Backward manifests: the header's value for every kernel view.
     from fa_opt.manifest import parse_any_manifest
-    assert {k.index_bits for k in parse_any_manifest(BACKWARD).kernels} == {64}
+    wide = parse_any_manifest(BACKWARD)
+    assert wide.index_bits == 64
+    assert {k.index_bits for k in wide.kernels} == {64}
     narrow = BACKWARD.replace("deterministic 0\n",
                               "deterministic 0\nindex_bits 32\n")
+    assert parse_any_manifest(narrow).index_bits == 32
     assert {k.index_bits for k in parse_any_manifest(narrow).kernels} == {32}
-    with pytest.raises(ManifestError, match="expected 32 or 64 for "
-                       "'index_bits', got 16"):
+    # The error names the header line, as the forward's does.
+    line = narrow.splitlines().index("index_bits 32") + 1
+    with pytest.raises(ManifestError, match=f"manifest>:{line}: expected 32 "
+                       "or 64 for 'index_bits', got 16"):
         parse_any_manifest(narrow.replace("index_bits 32", "index_bits 16"))

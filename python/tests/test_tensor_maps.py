@@ -314,29 +314,31 @@ def test_batch_chunk_of_64_bit_kernels_is_the_grid_limit():
     assert batch_chunk(m, tensors(70000, 4096, 4096)) == 65535
 
 
-def test_batch_chunk_keeps_32_bit_offsets_below_2_31():
+def test_batch_chunk_keeps_32_bit_extents_below_2_31():
     m = parse_manifest(MANIFEST + "index_bits 32\n")
     assert m.index_bits == 32
     t = tensors(70000, 4096, 4096)
     step = batch_chunk(m, t)
-    # q and k (bf16 [B, 4096, 64]) bound it: 8192 batches end exactly at
-    # element 2^31 - 1; o (f32 [B, 4096, 32]) would allow 16384.
-    assert step == 8192
+    # q and k (bf16 [B, 4096, 64], 2^18 elements a batch) bound it: 8191
+    # batches hold 2^31 - 2^18 elements, 8192 would hold 2^31 (the C++
+    # runtime's batchChunk takes 8191 too); o (f32 [B, 4096, 32]) would
+    # allow 16383.
+    assert step == 8191
     for name in m.params:
         _, sizes, strides, _ = t[name]
-        last = (step - 1) * strides[0] + sum(
+        extent = (step - 1) * strides[0] + 1 + sum(
             (n - 1) * s for n, s in zip(sizes[1:], strides[1:]))
-        assert last <= 2**31 - 1
-    # One more batch would pass it (q's last element of one batch is at
-    # its batch stride - 1).
-    assert step * t["q"][2][0] + t["q"][2][0] - 1 > 2**31 - 1
+        assert extent <= 2**31 - 1
+    # One more batch would reach 2^31 elements of q.
+    assert (step + 1) * t["q"][2][0] > 2**31 - 1
 
 
 def test_batch_chunk_rejects_one_batch_of_2_31_elements():
     m = parse_manifest(MANIFEST + "index_bits 32\n")
-    # q: 2^25 rows of 64 end at element 2^31 - 1, one more row does not fit.
-    assert batch_chunk(m, tensors(3, 2**25, 8)) == 1
+    # q: 2^25 - 1 rows of 64 fit (2^31 - 64 elements); 2^25 rows are 2^31
+    # elements, one too many, as for the compiler's static check.
+    assert batch_chunk(m, tensors(3, 2**25 - 1, 8)) == 1
     with pytest.raises(ValueError, match="compiled with 32-bit indices "
-                       r"\(index_bits 32\): one batch of 'q' spans 2147483712 "
-                       "elements"):
-        batch_chunk(m, tensors(3, 2**25 + 1, 8))
+                       r"\(index_bits 32\): one batch of 'q' spans 2147483648 "
+                       "elements, expected fewer than 2\\^31"):
+        batch_chunk(m, tensors(3, 2**25, 8))
