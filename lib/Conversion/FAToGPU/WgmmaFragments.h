@@ -194,8 +194,8 @@ inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
   };
   Value tiles = readSpecialRegister(x, "%nctaid.x");
   Value entries = readSpecialRegister(x, "%nctaid.y");
-  Value launch = add(readSpecialRegister(x, "%ctaid.x"),
-                     mul(readSpecialRegister(x, "%ctaid.y"), tiles));
+  Value cy = readSpecialRegister(x, "%ctaid.y");
+  Value cx = readSpecialRegister(x, "%ctaid.x");
   // Rows above 2^31 give one entry per section whatever the i32 says.
   Value rows = arith::IndexCastUIOp::create(
       x.b, x.loc, x.b.getI32Type(),
@@ -205,10 +205,12 @@ inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
       div(cst(kLongestFirstL2Bytes / rowBytes),
           arith::MaxUIOp::create(x.b, x.loc, rows, cst(1))),
       cst(1));
-  Value sectionBlocks = mul(section, tiles);
-  Value s = div(launch, sectionBlocks);
-  Value r = sub(launch, mul(s, sectionBlocks));
-  Value firstEntry = mul(s, section);
+  // Launch index L = cx + cy x tiles. Its section, L / (S x tiles), is
+  // cy / S (cx < tiles), and its rank within the section, L - (first
+  // entry) x tiles = cx + (cy - first entry) x tiles: no product exceeds
+  // the grid's block count, so nothing wraps in 32 bits.
+  Value firstEntry = mul(div(cy, section), section);
+  Value r = add(cx, mul(sub(cy, firstEntry), tiles));
   Value width =
       arith::MinUIOp::create(x.b, x.loc, section, sub(entries, firstEntry));
   Value rank = div(r, width);

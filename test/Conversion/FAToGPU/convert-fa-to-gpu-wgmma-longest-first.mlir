@@ -1,9 +1,9 @@
 // Causal TMA wgmma forwards with one query tile per block run their blocks
 // longest first (longestFirstBlock in WgmmaFragments.h): launch index
-// L = ctaid.x + ctaid.y * nctaid.x; sections of S = max(1, 32 MiB /
-// (Tk x (D + Dv) x 2 bytes) / ...) batch entries (S x nctaid.x blocks, the
-// last section possibly narrower); within a section the rank L % (S x
-// nctaid.x) / width picks the tile (the longest, nctaid.x - 1, first) and
+// L = ctaid.x + ctaid.y * nctaid.x; sections of S = max(1, 32 MiB / (Tk x
+// (D + Dv) x 2 bytes)) batch entries (S x nctaid.x blocks, the last section
+// possibly narrower); within a section the rank of L divided by the
+// section's width picks the tile (the longest, nctaid.x - 1, first) and
 // the remainder the entry. With the producer warpgroup thread 0 leaves
 // (tile, entry) in workgroup memory after the mbarriers (8 more bytes)
 // and the consumers read it back for the idle-warpgroup exit and the TMA
@@ -31,20 +31,21 @@
 // CHECK: %[[NX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.x;"
 // CHECK-NEXT: %[[NY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
 // CHECK-NEXT: %[[CY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.y;"
-// CHECK-NEXT: %[[CYNX:.+]] = arith.muli %[[CY]], %[[NX]] : i32
 // CHECK-NEXT: %[[CX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.x;"
-// CHECK-NEXT: %[[L:.+]] = arith.addi %[[CX]], %[[CYNX]] : i32
 // CHECK: %[[ROWS:.+]] = arith.minui %[[TK]], %c1073741824 : index
 // CHECK: %[[ROWS32:.+]] = arith.index_castui %[[ROWS]] : index to i32
 // CHECK: %[[ROWS1:.+]] = arith.maxui %[[ROWS32]], %{{.+}} : i32
 // 32 MiB / (64 + 64) x 2 bytes per K/V row.
 // CHECK: %[[S0:.+]] = arith.divui %c131072_i32, %[[ROWS1]] : i32
 // CHECK-NEXT: %[[S:.+]] = arith.maxui %[[S0]], %c1_i32 : i32
-// CHECK-NEXT: %[[SB:.+]] = arith.muli %[[S]], %[[NX]] : i32
-// CHECK-NEXT: %[[SEC:.+]] = arith.divui %[[L]], %[[SB]] : i32
-// CHECK-NEXT: %[[SEC0:.+]] = arith.muli %[[SEC]], %[[SB]] : i32
-// CHECK-NEXT: %[[R:.+]] = arith.subi %[[L]], %[[SEC0]] : i32
+// The section of L = cx + cy x nctaid.x is cy / S; its first entry
+// (cy / S) x S; the rank of L in it cx + (cy - first) x nctaid.x (no
+// product above the block count: nothing wraps in 32 bits).
+// CHECK-NEXT: %[[SEC:.+]] = arith.divui %[[CY]], %[[S]] : i32
 // CHECK-NEXT: %[[FIRST:.+]] = arith.muli %[[SEC]], %[[S]] : i32
+// CHECK-NEXT: %[[DY:.+]] = arith.subi %[[CY]], %[[FIRST]] : i32
+// CHECK-NEXT: %[[DYNX:.+]] = arith.muli %[[DY]], %[[NX]] : i32
+// CHECK-NEXT: %[[R:.+]] = arith.addi %[[CX]], %[[DYNX]] : i32
 // CHECK-NEXT: %[[LEFT:.+]] = arith.subi %[[NY]], %[[FIRST]] : i32
 // CHECK-NEXT: %[[W:.+]] = arith.minui %[[S]], %[[LEFT]] : i32
 // CHECK-NEXT: %[[RANK:.+]] = arith.divui %[[R]], %[[W]] : i32
