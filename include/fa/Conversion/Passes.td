@@ -136,7 +136,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     query tile comes first, then the next longest, so that the grid ends on
     short blocks while the blocks in flight share K/V in L2 (list
     scheduling in longest-processing-time-first order, as FlashAttention-3's
-    LPT tile scheduler; H200, bf16 D 64: +2% at T 2k, +3-4% at T 4k-16k).
+    LPT tile scheduler; H200, bf16 D 64: about +1% at T 2k, +3% at T 4k-16k).
     With the producer warpgroup the block's tile and batch entry wait in
     workgroup memory (8 bytes after the mbarriers) for the consumers.
     Default block-n: 128 for D 128 or with the producer warpgroup, else 64
