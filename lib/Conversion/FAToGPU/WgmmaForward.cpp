@@ -154,18 +154,15 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto asIndex = [&](FragmentBuilder &x, Value v) -> Value {
     return arith::IndexCastUIOp::create(x.b, x.loc, x.b.getIndexType(), v);
   };
-  std::pair<Value, Value> longestFirst32, longestFirstValues;
-  if (longestFirst) {
+  std::pair<Value, Value> longestFirst32; // (tile, entry), i32
+  if (longestFirst)
     longestFirst32 =
         longestFirstBlock(fb, memref::DimOp::create(b, loc, k, 1),
                           (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
                           /*heaviestLast=*/true);
-    longestFirstValues = {asIndex(fb, longestFirst32.first),
-                          asIndex(fb, longestFirst32.second)};
-  }
   auto tileQueryBlock = [&](FragmentBuilder &x, int64_t r) -> Value {
     if (longestFirst)
-      return longestFirstValues.first;
+      return asIndex(x, longestFirst32.first);
     if (tiles == 1)
       return queryBlockIndex(x, ks.causal);
     Value bx = gpu::BlockIdOp::create(x.b, x.loc, gpu::Dimension::x);
@@ -188,7 +185,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value queryBlock = tileQueryBlock(fb, 0);
   Value batch =
       longestFirst
-          ? longestFirstValues.second
+          ? asIndex(fb, longestFirst32.second)
           : gpu::BlockIdOp::create(b, loc, gpu::Dimension::y).getResult();
   LaneIds ids = LaneIds::create(fb);
   Value warp = ids.warp, g = ids.g, t = ids.t, t2 = ids.t2;
