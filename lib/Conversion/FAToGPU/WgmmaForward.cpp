@@ -780,6 +780,21 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   };
 
   // The last block's P V (when any block was visited): the final O tiles.
+  // Waits for the V tile of the tile's key block `lastBlock` and issues
+  // that block's P V (one wgmma group) on the key loop's results.
+  auto issueLastPV = [&](FragmentBuilder &x, scf::ForOp loop,
+                         Value lastBlock) {
+    if (ks.tma)
+      waitStage(x, lastBlock, /*isV=*/true);
+    else
+      landCopies(x, 0);
+    SmallVector<Value> acc(loop.getResults().begin(),
+                           loop.getResults().begin() + oTiles);
+    SmallVector<Value> pLast(loop.getResults().begin() + pBase,
+                             loop.getResults().end());
+    takeTurn(x);
+    return issuePV(x, toScalars(x, acc), pLast, lastBlock);
+  };
   auto emitLastPV = [&](scf::ForOp loop) -> SmallVector<Value> {
     SmallVector<Type> accTypes(oTiles, fb.vec({2, 2}, f32));
     auto last = scf::IfOp::create(b, loc, accTypes, anyBlock,
@@ -788,17 +803,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(last.thenBlock());
       FragmentBuilder x(b, loc, ks.elt);
-      if (ks.tma)
-        waitStage(x, x.sub(numKeyBlocks, c1), /*isV=*/true);
-      else
-        landCopies(x, 0);
-      SmallVector<Value> acc(loop.getResults().begin(),
-                             loop.getResults().begin() + oTiles);
-      SmallVector<Value> pLast(loop.getResults().begin() + pBase,
-                               loop.getResults().end());
-      takeTurn(x);
-      SmallVector<Value> oAcc =
-          issuePV(x, toScalars(x, acc), pLast, x.sub(numKeyBlocks, c1));
+      Value lastBlock = x.sub(numKeyBlocks, c1);
+      SmallVector<Value> oAcc = issueLastPV(x, loop, lastBlock);
       // Pingpong: every turn taken was passed, except the last warpgroup's
       // last (its first-turn gift to the first warpgroup balances it).
       if (pingpong) {
@@ -814,7 +820,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       // With two tiles per block the producer refills this stage with the
       // block's next tile.
       if (tiles > 1)
-        releaseStage(x, x.sub(numKeyBlocks, c1), /*isV=*/true);
+        releaseStage(x, lastBlock, /*isV=*/true);
       scf::YieldOp::create(b, loc, toTiles(x, oAcc));
       b.setInsertionPointToStart(last.elseBlock());
       scf::YieldOp::create(b, loc,
@@ -963,12 +969,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       b.setInsertionPoint(split.thenBlock()->getTerminator());
       FragmentBuilder x(b, loc, ks.elt);
       Value lastBlock = x.sub(tile0.numKeyBlocks, c1);
-      waitStage(x, lastBlock, /*isV=*/true);
-      SmallVector<Value> acc(loop0.getResults().begin(),
-                             loop0.getResults().begin() + oTiles);
-      SmallVector<Value> pLast(loop0.getResults().begin() + pBase,
-                               loop0.getResults().end());
-      SmallVector<Value> oAcc = issuePV(x, toScalars(x, acc), pLast, lastBlock);
+      SmallVector<Value> oAcc = issueLastPV(x, loop0, lastBlock);
       restoreTile(tile1);
       mbarrierWait(x, qBarrier(x, 1), cstI32(x, 0));
       waitStage(x, c0, /*isV=*/false);
