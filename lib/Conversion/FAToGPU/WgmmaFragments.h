@@ -180,15 +180,6 @@ inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(x.b, x.loc, x.b.getI32Type(), v);
   };
-  auto add = [&](Value a, Value c) -> Value {
-    return arith::AddIOp::create(x.b, x.loc, a, c);
-  };
-  auto sub = [&](Value a, Value c) -> Value {
-    return arith::SubIOp::create(x.b, x.loc, a, c);
-  };
-  auto mul = [&](Value a, Value c) -> Value {
-    return arith::MulIOp::create(x.b, x.loc, a, c);
-  };
   auto div = [&](Value a, Value c) -> Value {
     return arith::DivUIOp::create(x.b, x.loc, a, c);
   };
@@ -209,13 +200,13 @@ inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
   // cy / S (cx < tiles), and its rank within the section, L - (first
   // entry) x tiles = cx + (cy - first entry) x tiles: no product exceeds
   // the grid's block count, so nothing wraps in 32 bits.
-  Value firstEntry = mul(div(cy, section), section);
-  Value r = add(cx, mul(sub(cy, firstEntry), tiles));
+  Value firstEntry = x.mul(div(cy, section), section);
+  Value r = x.add(cx, x.mul(x.sub(cy, firstEntry), tiles));
   Value width =
-      arith::MinUIOp::create(x.b, x.loc, section, sub(entries, firstEntry));
+      arith::MinUIOp::create(x.b, x.loc, section, x.sub(entries, firstEntry));
   Value rank = div(r, width);
-  Value batch = add(firstEntry, sub(r, mul(rank, width)));
-  Value tile = heaviestLast ? sub(sub(tiles, cst(1)), rank) : rank;
+  Value batch = x.add(firstEntry, x.sub(r, x.mul(rank, width)));
+  Value tile = heaviestLast ? x.sub(x.sub(tiles, cst(1)), rank) : rank;
   return {tile, batch};
 }
 
