@@ -9,6 +9,13 @@
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/bf16_d128_none_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/bf16_d128_none_attention_0.manifest
+// Each product is emitted once per place it runs: S = Q K^T (eight k16
+// steps) in tile 0's prologue and key loop, at the peeled boundary and in
+// tile 1's key loop; O += P V (ten) in the two key loops, at the boundary,
+// at tile 1's end and at tile 0's end when the boundary is not peeled
+// (tile 1 then visits no key block and only writes its rows).
+// RUN: FileCheck %s --check-prefix=SPRODUCTS < %t/bf16_d128_none_attention_0.ptx
+// RUN: FileCheck %s --check-prefix=PVPRODUCTS < %t/bf16_d128_none_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST64 < %t/f16_d64_causal_attention_0.manifest
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d128_none_attention_0.ptx -o %t/a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/bf16_d128_causal_attention_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
@@ -118,7 +125,7 @@
 // PTX: wgmma.wait_group.sync.aligned 0;
 // Tile 1's key loop; the reads of both tiles' o stores are waited for
 // once, after everything else (the code of the other branch, tile 0 alone
-// and then tile 1 from its start, comes before in the PTX).
+// and then tile 1's rows, comes before in the PTX).
 // PTX-NOT: cp.async.bulk.wait_group.read
 // PTX: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
 // PTX-NOT: cp.async.bulk.wait_group.read
@@ -130,6 +137,10 @@
 // PTX-NOT: st.global.b16
 // PTX-NOT: cp.async.cg
 // PTX-NOT: cp.async.ca
+// SPRODUCTS-COUNT-32: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
+// SPRODUCTS-NOT: wgmma.mma_async.sync.aligned.m64n160k16
+// PVPRODUCTS-COUNT-50: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PVPRODUCTS-NOT: wgmma.mma_async.sync.aligned.m64n128k16
 
 // tiles-per-block=1: one tile per block; the empty barriers count the
 // arrivals of the consumer warpgroups with a row before Tq, the others

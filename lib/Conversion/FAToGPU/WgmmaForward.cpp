@@ -621,8 +621,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   }
 
   // The consumers' work on the tile that the tile values hold: the key
-  // loop and the epilogue. With tiles == 2 it is built twice, tile 1
-  // inside a test that the block has it.
+  // loop and the epilogue. With tiles == 2 tile 1's key loop is built
+  // once, after the peeled boundary (below).
   auto rereadTileQueryBlock = [&](FragmentBuilder &x) -> Value {
     if (tiles == 1)
       return rereadQueryBlockIndex(x, ks.causal);
@@ -648,7 +648,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // softmax, P_0) and the loop over key blocks 1 on. `issuedS`: S_0 was
   // issued already (its wgmma group in flight, any key block visited), so
   // the prologue only waits for it.
-  auto emitKeyLoop = [&](const SmallVector<Value> *issuedS) -> scf::ForOp {
+  // The carried values before any key block: O = 0, m = -inf, l = 0, P = 0.
+  auto initialCarried = [&] {
     SmallVector<Value> init;
     for (int64_t i = 0; i < oTiles; ++i)
       init.push_back(fb.zeroAcc());
@@ -659,6 +660,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     Value zeroWord = arith::ConstantIntOp::create(b, loc, i32, 0);
     for (int64_t i = 0; i < sTiles * 2; ++i)
       init.push_back(zeroWord);
+    return init;
+  };
+  auto emitKeyLoop = [&](const SmallVector<Value> *issuedS) -> scf::ForOp {
+    SmallVector<Value> init = initialCarried();
     SmallVector<Type> carriedTypes;
     for (Value val : init)
       carriedTypes.push_back(val.getType());
@@ -831,12 +836,13 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     return SmallVector<Value>(last.getResults());
   };
 
-  // Epilogue of the tile: o = O / l, lse = m ln 2 + ln l.
-  auto emitEpilogue = [&](scf::ForOp loop, SmallVector<Value> oFinal) {
+  // Epilogue of the tile: o = O / l, lse = m ln 2 + ln l, with m and l
+  // those of `carried` (the key loop's results or the initial values).
+  auto emitEpilogue = [&](ValueRange carried, SmallVector<Value> oFinal) {
     if (!ks.tmaStoreO()) {
       for (int64_t h = 0; h < 2; ++h)
         storeForwardRow(
-            fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+            fb, oFinal, carried[mBase + h], carried[lBase + h], h,
             [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2);
     } else {
       // tmaStoreO: warp i's rows [16 i, 16 i + 16) of box c of the Q tile
@@ -902,7 +908,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
           }
         };
         storeForwardRow(
-            fb, oFinal, loop.getResult(mBase + h), loop.getResult(lBase + h), h,
+            fb, oFinal, carried[mBase + h], carried[lBase + h], h,
             [&] { return rowOf(fb, h); }, tq, o, lse, batch, t, t2, stage);
       }
       // Visible to the async proxy, then lane 0 stores the warp's boxes
@@ -940,14 +946,15 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   };
   auto emitTile = [&] {
     scf::ForOp loop = emitKeyLoop(nullptr);
-    emitEpilogue(loop, emitLastPV(loop));
+    emitEpilogue(loop.getResults(), emitLastPV(loop));
   };
   // Two tiles per block: the boundary between them is peeled. When the
   // block has tile 1 and both tiles visit a key block, tile 1's S_0 is
   // issued right after tile 0's last P V, and tile 0's epilogue runs while
   // it is on the tensor cores; tile 1's prologue only waits for it
   // (H200, bf16 D 128: +0.8-1.1% without a mask at T 2k-8k, +0.6-1.6%
-  // causal). Otherwise tile 0 ends as alone, and tile 1 (if any) follows.
+  // causal). Otherwise tile 0 ends as alone, and tile 1 (if any), which
+  // then visits no key block, writes its rows from the initial values.
   // The branch is uniform over the block (the key block counts and the
   // tile test are the block's), so no wgmma is in flight across divergent
   // code.
@@ -977,17 +984,24 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       restoreTile(tile0);
       oAcc = wgmmaWait(x, 1, oAcc);
       releaseStage(x, lastBlock, /*isV=*/true);
-      emitEpilogue(loop0, toTiles(x, oAcc));
+      emitEpilogue(loop0.getResults(), toTiles(x, oAcc));
       restoreTile(tile1);
       scf::ForOp loop1 = emitKeyLoop(&sAcc);
-      emitEpilogue(loop1, emitLastPV(loop1));
+      emitEpilogue(loop1.getResults(), emitLastPV(loop1));
       b.setInsertionPoint(split.elseBlock()->getTerminator());
       restoreTile(tile0);
-      emitEpilogue(loop0, emitLastPV(loop0));
+      emitEpilogue(loop0.getResults(), emitLastPV(loop0));
+      // Tile 1 here visits no key block: tile 0 sees at least as many
+      // keys (the same count without a mask; under causal the later tile
+      // of the pair, and the visible key count grows with the query
+      // block), so tile 0 without any or tile 1 without any leaves tile 1
+      // without any. It only writes its rows from the initial values.
       auto rest = scf::IfOp::create(b, loc, second, /*withElseRegion=*/false);
       b.setInsertionPoint(rest.thenBlock()->getTerminator());
       restoreTile(tile1);
-      emitTile();
+      SmallVector<Value> init = initialCarried();
+      emitEpilogue(init,
+                   SmallVector<Value>(init.begin(), init.begin() + oTiles));
     }
     b.setInsertionPointAfter(split);
     restoreTile(tile0);
