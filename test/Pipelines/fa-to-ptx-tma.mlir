@@ -30,6 +30,10 @@
 // deterministic=true the split _dkdv + _dq kernels.
 // RUN: FileCheck %s --check-prefix=BWD < %t/bwd_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=BWDPTX < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
+// Without a mask, _dkdv's thread 0 prefetches into L2, with the last loop
+// tile's loads, the own K and V rows (one 64-column box each at D 64) of
+// the block at launch index + %nsmid; under causal it does not.
+// RUN: FileCheck %s --check-prefix=BWDPREFETCH < %t/bwd_f16_d64_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/e.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_f16_d64_attention_backward_0.ptx -o %t/f.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
@@ -84,7 +88,14 @@
 // PTX: setmaxnreg.dec.sync.aligned.u32 24;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// Once its loads are issued, the producer prefetches into L2 the two Q
+// tiles (two 64-column boxes each) of the block launched about when this
+// one ends: launch index + %nsmid.
+// PTX: mov.u32 %r{{[0-9]+}}, %nsmid;
+// PTX-COUNT-4: cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}];
+// PTX-NOT: cp.async.bulk.prefetch.tensor
 // PTX: setmaxnreg.inc.sync.aligned.u32 240;
+// PTX-NOT: cp.async.bulk.prefetch.tensor
 // PTX-NOT: @p exit;
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16
@@ -151,6 +162,9 @@
 // PTX1: .maxntid 384, 1, 1
 // PTX1: mbarrier.init.shared::cta.b64 [{{.*}}], %r{{[0-9]+}};
 // PTX1: setmaxnreg.dec.sync.aligned.u32 24;
+// No Q prefetch for the next block without a mask and with one tile (it
+// gained nothing there).
+// PTX1-NOT: cp.async.bulk.prefetch.tensor
 // PTX1: setmaxnreg.inc.sync.aligned.u32 240;
 // PTX1: @p exit;
 // PTX1: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
@@ -319,12 +333,20 @@
 // BWD-NOT: tensor_map
 // BWD-NOT: kernel
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
+// BWDPTX-NOT: cp.async.bulk.prefetch.tensor
 // BWDPTX-COUNT-5: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX-NOT: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX: cp.async.bulk.tensor.3d
 // BWDPTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4;
 // BWDPTX-NOT: cp.async.cg
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq_convert(
+// BWDPREFETCH: .entry bwd_f16_d64_attention_backward_0_dkdv(
+// BWDPREFETCH: mov.u32 %r{{[0-9]+}}, %nsmid;
+// BWDPREFETCH: cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd[[K:[0-9]+]], {%r[[C:[0-9]+]], %r[[ROW:[0-9]+]], %r[[ENTRY:[0-9]+]]}];
+// BWDPREFETCH-NOT: cp.async.bulk.tensor
+// BWDPREFETCH: cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd{{[0-9]+}}, {%r[[C]], %r[[ROW]], %r[[ENTRY]]}];
+// BWDPREFETCH: .entry bwd_f16_d64_attention_backward_0_dq_convert(
+// BWDPREFETCH-NOT: cp.async.bulk.prefetch.tensor
 
 // deterministic=true: _dkdv (Q, dO tiles of block_m = 64 rows at D 128; 32
 // with cp.async, whose copy addresses take registers) and

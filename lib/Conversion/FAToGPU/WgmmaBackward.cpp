@@ -293,6 +293,21 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   };
   Value isThread0 = fb.cmpI(arith::CmpIPredicate::eq, ids.tid, c0);
   Value batch32 = tma ? toI32(fb, batch) : Value();
+  // ks.prefetchesNextOwn: the own K/V rows of the block launched about
+  // when this one ends (nextLaunchedBlock), prefetched into L2 by the
+  // thread that issues the last loop tile's loads. A hint only: a wrong
+  // guess costs L2 lines, never a result; past the grid nothing is
+  // prefetched.
+  auto prefetchNextOwn = [&](FragmentBuilder &y) {
+    NextLaunchedBlock next = nextLaunchedBlock(y);
+    Value row = arith::MulIOp::create(y.b, y.loc, next.x, cstI32(y, ownRows));
+    scf::IfOp::create(y.b, y.loc, next.inGrid, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder z(ib, il, y.elt);
+      tmaPrefetchTile(z, ownFirstMap, ks.d, swFirst / 2, row, next.y);
+      tmaPrefetchTile(z, ownSecondMap, ks.dv, swSecond / 2, row, next.y);
+      scf::YieldOp::create(ib, il);
+    });
+  };
   auto loadHalf = [&](FragmentBuilder &x, Value tb, bool second,
                       Value issuer = Value()) {
     int64_t offset = second ? layout.loopSecond : layout.loopFirst;
@@ -322,6 +337,14 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                   tmaSwizzleBytes(cols) / 2,
                   toI32(y, y.mul(queryTile(y, tb), bt)), batch32,
                   stageBarrier(y, tb, second).first);
+      if (second && ks.prefetchesNextOwn()) {
+        Value lastTile = y.cmpI(arith::CmpIPredicate::eq, tb, y.sub(count, c1));
+        scf::IfOp::create(ib, il, lastTile, [&](OpBuilder &jb, Location jl) {
+          FragmentBuilder z(jb, jl, y.elt);
+          prefetchNextOwn(z);
+          scf::YieldOp::create(jb, jl);
+        });
+      }
       scf::YieldOp::create(ib, il);
     });
   };

@@ -537,6 +537,57 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                   blockM, ks.d, swizzleQK / 2, toI32(y, i0), batch32,
                   qBarrier(y, qBuffer));
     };
+    // ks.prefetchesNextQ: the Q tiles of the block launched about when
+    // this one ends (nextLaunchedBlock) are prefetched into L2 once this
+    // block's loads are issued, so that its first Q load need not wait
+    // for DRAM. A hint only: a wrong guess costs L2 lines, never a result;
+    // blocks past the grid and rows past Tq are not prefetched.
+    auto prefetchNextQ = [&](FragmentBuilder &y) {
+      if (!ks.prefetchesNextQ())
+        return;
+      auto u32 = [&](int64_t v) { return cstI32(y, v); };
+      auto sub = [&](Value a, Value c) -> Value {
+        return arith::SubIOp::create(y.b, y.loc, a, c);
+      };
+      NextLaunchedBlock next = nextLaunchedBlock(y);
+      Value tq32 = toI32(y, tq);
+      // The tiles of the next block, as tileQueryBlock maps them.
+      SmallVector<Value, 2> tiles32;
+      Value entry = next.y;
+      if (longestFirst) {
+        auto position = longestFirstBlock(
+            y, memref::DimOp::create(y.b, y.loc, k, 1),
+            (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
+            /*heaviestLast=*/true, next.x, next.y);
+        tiles32.push_back(position.first);
+        entry = position.second;
+      } else if (tiles == 1) {
+        tiles32.push_back(
+            ks.causal == CausalKind::none
+                ? next.x
+                : sub(sub(readSpecialRegister(y, "%nctaid.x"), u32(1)),
+                      next.x));
+      } else if (ks.causal == CausalKind::none) {
+        Value twice = arith::MulIOp::create(y.b, y.loc, next.x, u32(2));
+        tiles32.push_back(twice);
+        tiles32.push_back(arith::AddIOp::create(y.b, y.loc, twice, u32(1)));
+      } else {
+        tiles32.push_back(sub(sub(toI32(y, numQueryTiles(y)), u32(1)), next.x));
+        tiles32.push_back(next.x);
+      }
+      for (Value tile : tiles32) {
+        Value row = arith::MulIOp::create(y.b, y.loc, tile, u32(blockM));
+        Value valid = arith::AndIOp::create(
+            y.b, y.loc, next.inGrid,
+            arith::CmpIOp::create(y.b, y.loc, arith::CmpIPredicate::ult, row,
+                                  tq32));
+        scf::IfOp::create(y.b, y.loc, valid, [&](OpBuilder &ib, Location il) {
+          FragmentBuilder z(ib, il, y.elt);
+          tmaPrefetchTile(z, qMap, ks.d, swizzleQK / 2, row, entry);
+          scf::YieldOp::create(ib, il);
+        });
+      }
+    };
     // The producer goes on with every K and V tile of the tile, each once
     // its stage is free.
     auto produceKeyBlocks = [&](FragmentBuilder &y, Value count) {
@@ -560,8 +611,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       ifThen(fb, arith::AndIOp::create(b, loc, issuer, anyBlock),
              [&](FragmentBuilder &y) {
                loadQ(y);
-               if (producer)
+               if (producer) {
                  produceKeyBlocks(y, numKeyBlocks);
+                 prefetchNextQ(y);
+               }
              });
     } else {
       // Two tiles: both Q tiles first (two buffers), then the K/V tiles
@@ -580,6 +633,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         restoreTile(tile1);
         produceKeyBlocks(y, secondBlocks);
         restoreTile(tile0);
+        prefetchNextQ(y);
       });
     }
     if (producer)

@@ -173,10 +173,10 @@ constexpr int64_t kLongestFirstL2Bytes = int64_t(32) << 20;
 /// blocks of an entry still meet in L2. `heaviestLast`: the longest tile
 /// has the last index (the forward and _dq under causal), else the first
 /// (_dkdv). Every block of the grid gets a distinct (tile, batch).
-inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
-                                                 Value loopRows,
-                                                 int64_t rowBytes,
-                                                 bool heaviestLast) {
+inline std::pair<Value, Value>
+longestFirstBlock(FragmentBuilder &x, Value loopRows, int64_t rowBytes,
+                  bool heaviestLast, Value blockX = Value(),
+                  Value blockY = Value()) {
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(x.b, x.loc, x.b.getI32Type(), v);
   };
@@ -185,8 +185,8 @@ inline std::pair<Value, Value> longestFirstBlock(FragmentBuilder &x,
   };
   Value tiles = readSpecialRegister(x, "%nctaid.x");
   Value entries = readSpecialRegister(x, "%nctaid.y");
-  Value cy = readSpecialRegister(x, "%ctaid.y");
-  Value cx = readSpecialRegister(x, "%ctaid.x");
+  Value cy = blockY ? blockY : readSpecialRegister(x, "%ctaid.y");
+  Value cx = blockX ? blockX : readSpecialRegister(x, "%ctaid.x");
   // Rows above 2^31 give one entry per section whatever the i32 says.
   Value rows = arith::IndexCastUIOp::create(
       x.b, x.loc, x.b.getI32Type(),
@@ -527,6 +527,45 @@ inline void mbarrierWait(FragmentBuilder &x, Value bar, Value parity) {
             "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
             "@!p bra LAB_WAIT;\n}",
             {}, ValueRange{bar, parity});
+}
+
+/// The block launched about when this one ends (i32 grid position and
+/// whether it lies in the grid), for L2 prefetches of its first tiles:
+/// with one block per multiprocessor, started in launch order (x + y x
+/// nctaid.x) as blocks end, launch index + %nsmid. %nsmid may exceed the
+/// multiprocessor count (PTX ISA, "Special Registers"): the guess is then
+/// a few blocks late. Blocks of unequal length end out of order and make
+/// the guess miss.
+struct NextLaunchedBlock {
+  Value x, y, inGrid;
+};
+inline NextLaunchedBlock nextLaunchedBlock(FragmentBuilder &x) {
+  Value nx = readSpecialRegister(x, "%nctaid.x");
+  Value ny = readSpecialRegister(x, "%nctaid.y");
+  Value nsm = readSpecialRegister(x, "%nsmid");
+  // ctaid.x + %nsmid < 2^32: grid x is below 2^31.
+  Value sum = arith::AddIOp::create(x.b, x.loc,
+                                    readSpecialRegister(x, "%ctaid.x"), nsm);
+  Value nextX = arith::RemUIOp::create(x.b, x.loc, sum, nx);
+  Value nextY =
+      arith::AddIOp::create(x.b, x.loc, readSpecialRegister(x, "%ctaid.y"),
+                            arith::DivUIOp::create(x.b, x.loc, sum, nx));
+  Value inGrid =
+      arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::ult, nextY, ny);
+  return {nextX, nextY, inGrid};
+}
+
+/// Prefetches rows [row, row + box rows) of batch entry `batch` of a 3-d
+/// tensor map into L2 (cp.async.bulk.prefetch.tensor, PTX ISA 8.0), box by
+/// box of `boxColumns` columns over `columns`: a hint, which completes
+/// nothing and may be dropped.
+inline void tmaPrefetchTile(FragmentBuilder &x, Value map, int64_t columns,
+                            int64_t boxColumns, Value row, Value batch) {
+  for (int64_t c = 0; c < columns / boxColumns; ++c)
+    inlinePtx(x,
+              "cp.async.bulk.prefetch.tensor.3d.L2.global.tile "
+              "[$0, {$1, $2, $3}];",
+              {}, ValueRange{map, cstI32(x, c * boxColumns), row, batch});
 }
 
 /// Issues (from one thread) the TMA load of a [rows, columns] tile of

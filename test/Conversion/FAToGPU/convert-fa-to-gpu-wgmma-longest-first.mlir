@@ -7,7 +7,9 @@
 // the remainder the entry. With the producer warpgroup thread 0 leaves
 // (tile, entry) in workgroup memory after the mbarriers (8 more bytes)
 // and the consumers read it back for the idle-warpgroup exit and the TMA
-// epilogue instead of dividing again or reading %ctaid.y.
+// epilogue instead of dividing again or reading %ctaid.y. Once its loads
+// are issued it prefetches into L2 the Q tile of the block at launch index
+// L + %nsmid, through the same mapping.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s
 // bottom_right orders its blocks the same way.
 // RUN: sed -e 's/causal(top_left)/causal(bottom_right)/' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s
@@ -62,7 +64,36 @@
 // CHECK-NEXT: "st.shared.v2.u32 [$0], {$1, $2};", "r,r,r" %[[SLOT]], %[[TILE]], %[[ENTRY]]
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.barrier
+// The producer, after its loads: the block at launch index L + %nsmid,
+// (ctaid.x + %nsmid) mod nctaid.x and ctaid.y + (ctaid.x + %nsmid) /
+// nctaid.x, through the same sections; its Q tile prefetched into L2 when
+// that block is in the grid and its rows start before Tq.
+// CHECK: %[[NY2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
+// CHECK-NEXT: %[[NSM:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nsmid;"
+// CHECK-NEXT: %[[CX2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.x;"
+// CHECK-NEXT: %[[SUM:.+]] = arith.addi %[[CX2]], %[[NSM]] : i32
+// CHECK-NEXT: %[[NEXTX:.+]] = arith.remui %[[SUM]], %{{.+}} : i32
+// CHECK-NEXT: %[[CARRY:.+]] = arith.divui %[[SUM]], %{{.+}} : i32
+// CHECK-NEXT: %[[CY2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.y;"
+// CHECK-NEXT: %[[NEXTY:.+]] = arith.addi %[[CY2]], %[[CARRY]] : i32
+// CHECK-NEXT: %[[IN:.+]] = arith.cmpi ult, %[[NEXTY]], %[[NY2]] : i32
+// CHECK-NEXT: %[[TQ32:.+]] = arith.index_cast %dim : index to i32
+// CHECK: arith.divui %c131072_i32{{.*}}
+// CHECK: %[[SEC2:.+]] = arith.divui %[[NEXTY]], %{{.+}} : i32
+// CHECK: %[[R2:.+]] = arith.addi %[[NEXTX]], %{{.+}} : i32
+// CHECK: %[[RANK2:.+]] = arith.divui %[[R2]], %{{.+}} : i32
+// CHECK: %[[ENTRY2:.+]] = arith.addi %{{.+}}, %{{.+}} : i32
+// CHECK: %[[TILE2:.+]] = arith.subi %{{.+}}, %[[RANK2]] : i32
+// CHECK-NEXT: %c192_i32 = arith.constant 192 : i32
+// CHECK-NEXT: %[[ROW2:.+]] = arith.muli %[[TILE2]], %c192_i32 : i32
+// CHECK-NEXT: %[[BEFORE:.+]] = arith.cmpi ult, %[[ROW2]], %[[TQ32]] : i32
+// CHECK-NEXT: %[[VALID:.+]] = arith.andi %[[IN]], %[[BEFORE]] : i1
+// CHECK-NEXT: scf.if %[[VALID]] {
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg4, %[[C0]], %[[ROW2]], %[[ENTRY2]]
+// CHECK-NOT: cp.async.bulk.prefetch.tensor
 // CHECK: "setmaxnreg.inc.sync.aligned.u32 160;"
+// CHECK-NOT: cp.async.bulk.prefetch.tensor
 // CHECK: "ld.shared.v2.u32 {$0, $1}, [$2];"
 // CHECK: "{\0A.reg .pred p;\0Asetp.ne.u32 p, $0, 0;\0A@p exit;\0A}"
 // CHECK-NOT: %ctaid
@@ -77,13 +108,14 @@
 // PLAIN: arith.divui %c131072_i32
 // PLAIN-NOT: st.shared.v2.u32
 // PLAIN-NOT: ld.shared.v2.u32
+// PLAIN-NOT: cp.async.bulk.prefetch.tensor
 // PLAIN: gpu.return
 
 // GRID-LABEL: gpu.func @d64_attention_0
-// GRID-NOT: %nctaid.y
+// GRID-NOT: arith.divui %c131072_i32
 // GRID-NOT: st.shared.v2.u32
 // GRID: gpu.block_id y
-// GRID-NOT: %nctaid.y
+// GRID-NOT: arith.divui %c131072_i32
 // GRID-NOT: st.shared.v2.u32
 // GRID: gpu.return
 func.func @d64(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x64xbf16>) -> tensor<?x?x64xbf16> {
@@ -97,13 +129,19 @@ func.func @d64(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x
 // CHECK-LABEL: gpu.func @d128_attention_0
 // CHECK: arith.divui %c65536_i32
 // CHECK: "st.shared.v2.u32 [$0], {$1, $2};"
+// CHECK: "mov.u32 $0, %nsmid;"
+// CHECK: arith.divui %c65536_i32
+// Two 64-column boxes of the 128-column Q tile.
+// CHECK-COUNT-2: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];"
+// CHECK-NOT: cp.async.bulk.prefetch.tensor
 // CHECK: gpu.return
 // PLAIN-LABEL: gpu.func @d128_attention_0
 // PLAIN: arith.divui %c65536_i32
 // PLAIN-NOT: st.shared.v2.u32
 // PLAIN: gpu.return
 // GRID-LABEL: gpu.func @d128_attention_0
-// GRID-NOT: %nctaid.y
+// GRID-NOT: arith.divui %c65536_i32
+// GRID-NOT: st.shared.v2.u32
 // GRID: gpu.return
 func.func @d128(%q: tensor<?x?x128xf16>, %k: tensor<?x?x128xf16>, %v: tensor<?x?x128xf16>) -> (tensor<?x?x128xf16>, tensor<?x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v causal(top_left) : tensor<?x?x128xf16>, tensor<?x?x128xf16>, tensor<?x?x128xf16> -> tensor<?x?x128xf16>, tensor<?x?xf32>
