@@ -30,6 +30,7 @@
 // deterministic=true the split _dkdv + _dq kernels.
 // RUN: FileCheck %s --check-prefix=BWD < %t/bwd_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=BWDPTX < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=BWDNOPREFETCH < %t/bwd_bf16_d128_causal_attention_backward_0.ptx
 // Without a mask, _dkdv's thread 0 prefetches into L2, with the last loop
 // tile's loads, the own K and V rows (one 64-column box each at D 64) of
 // the block at launch index + %nsmid; under causal it does not.
@@ -333,13 +334,15 @@
 // BWD-NOT: tensor_map
 // BWD-NOT: kernel
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
-// BWDPTX-NOT: cp.async.bulk.prefetch.tensor
 // BWDPTX-COUNT-5: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX-NOT: .param .align 64 .b8 bwd_bf16_d128_causal_attention_backward_0_dkdv_param_{{[0-9]+}}[128]
 // BWDPTX: cp.async.bulk.tensor.3d
 // BWDPTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4;
 // BWDPTX-NOT: cp.async.cg
 // BWDPTX: .entry bwd_bf16_d128_causal_attention_backward_0_dq_convert(
+// BWDNOPREFETCH: .entry bwd_bf16_d128_causal_attention_backward_0_dkdv(
+// BWDNOPREFETCH-NOT: cp.async.bulk.prefetch.tensor
+// BWDNOPREFETCH: .entry bwd_bf16_d128_causal_attention_backward_0_dq_convert(
 // BWDPREFETCH: .entry bwd_f16_d64_attention_backward_0_dkdv(
 // BWDPREFETCH: mov.u32 %r{{[0-9]+}}, %nsmid;
 // BWDPREFETCH: cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd[[K:[0-9]+]], {%r[[C:[0-9]+]], %r[[ROW:[0-9]+]], %r[[ENTRY:[0-9]+]]}];

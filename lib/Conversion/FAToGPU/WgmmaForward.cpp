@@ -555,23 +555,22 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       SmallVector<Value, 2> tiles32;
       Value entry = next.y;
       if (longestFirst) {
+        // Past the grid the sections' width can be 0 (a division by it):
+        // map entry 0 there instead; that block is not prefetched.
         auto position = longestFirstBlock(
             y, memref::DimOp::create(y.b, y.loc, k, 1),
             (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
-            /*heaviestLast=*/true, next.x, next.y);
+            /*heaviestLast=*/true, next.x,
+            arith::SelectOp::create(y.b, y.loc, next.inGrid, next.y, u32(0)));
         tiles32.push_back(position.first);
         entry = position.second;
-      } else if (tiles == 1) {
-        tiles32.push_back(
-            ks.causal == CausalKind::none
-                ? next.x
-                : sub(sub(readSpecialRegister(y, "%nctaid.x"), u32(1)),
-                      next.x));
       } else if (ks.causal == CausalKind::none) {
+        // Two tiles per block (prefetchesNextQ): 2x and 2x + 1.
         Value twice = arith::MulIOp::create(y.b, y.loc, next.x, u32(2));
         tiles32.push_back(twice);
         tiles32.push_back(arith::AddIOp::create(y.b, y.loc, twice, u32(1)));
       } else {
+        // The causal pair n - 1 - x and x.
         tiles32.push_back(sub(sub(toI32(y, numQueryTiles(y)), u32(1)), next.x));
         tiles32.push_back(next.x);
       }

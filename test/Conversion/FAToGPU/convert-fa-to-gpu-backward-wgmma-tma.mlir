@@ -4,6 +4,12 @@
 // 128-byte-swizzled workgroup memory, completing on mbarriers; the wgmma
 // descriptors read them in 128-byte swizzle mode; no per-thread cp.async.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1" | FileCheck %s
+// Under causal _dkdv prefetches nothing for the next block (its blocks
+// differ in length and end out of order).
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1" | FileCheck %s --check-prefix=NOPREFETCH
+// NOPREFETCH: gpu.func @bwd_d64_attention_backward_0_dkdv(
+// NOPREFETCH-NOT: cp.async.bulk.prefetch.tensor
+// NOPREFETCH: gpu.func @bwd_d64_attention_backward_0_dq(
 // Without tma the same op keeps cp.async (the default of the pass).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=CPASYNC
 // CPASYNC-NOT: tensor_map
@@ -116,6 +122,36 @@ func.func @bwd_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: ten
 // CHECK: arith.constant 4611686293305360384 : i64
 // CHECK: arith.constant -9223371899399045120 : i64
 // CHECK: arith.constant 4611686293338849280 : i64
+// Without a mask: when tile `count - 1`'s loads are issued, the block at
+// launch index + %nsmid ((ctaid.x + %nsmid) mod nctaid.x, ctaid.y +
+// (ctaid.x + %nsmid) / nctaid.x) has its own K rows (k's map, %arg9) and
+// V rows (v's map, %arg10) prefetched into L2, when it is in the grid.
+// CHECK: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r" %{{.+}}, %arg11,
+// CHECK-NEXT: %[[LAST:.+]] = arith.subi %{{.+}}, %c1 : index
+// CHECK-NEXT: %[[ISLAST:.+]] = arith.cmpi eq, %{{.+}}, %[[LAST]] : index
+// CHECK-NEXT: scf.if %[[ISLAST]] {
+// CHECK-NEXT: %[[NX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.x;"
+// CHECK-NEXT: %[[NY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
+// CHECK-NEXT: %[[NSM:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nsmid;"
+// CHECK-NEXT: %[[CX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.x;"
+// CHECK-NEXT: %[[SUM:.+]] = arith.addi %[[CX]], %[[NSM]] : i32
+// CHECK-NEXT: %[[NEXTX:.+]] = arith.remui %[[SUM]], %[[NX]] : i32
+// CHECK-NEXT: %[[CARRY:.+]] = arith.divui %[[SUM]], %[[NX]] : i32
+// CHECK-NEXT: %[[CY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.y;"
+// CHECK-NEXT: %[[NEXTY:.+]] = arith.addi %[[CY]], %[[CARRY]] : i32
+// CHECK-NEXT: %[[IN:.+]] = arith.cmpi ult, %[[NEXTY]], %[[NY]] : i32
+// CHECK-NEXT: %c128_i32 = arith.constant 128 : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.muli %[[NEXTX]], %c128_i32 : i32
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg9, %[[C0]], %[[ROW]], %[[NEXTY]]
+// CHECK-NEXT: %[[C0V:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg10, %[[C0V]], %[[ROW]], %[[NEXTY]]
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK: gpu.func @bwd_d32_dv64_attention_backward_0_dq(
+// CHECK-NOT: cp.async.bulk.prefetch.tensor
+// CHECK: gpu.return
 func.func @bwd_d32_dv64(%q: tensor<?x?x32xf16>, %k: tensor<?x?x32xf16>, %v: tensor<?x?x64xf16>, %o: tensor<?x?x64xf16>, %do: tensor<?x?x64xf16>, %lse: tensor<?x?xf32>) -> (tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<?x?x64xf16>) {
   %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?x?xf32> -> tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<?x?x64xf16>
   return %dq, %dk, %dv : tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<?x?x64xf16>

@@ -68,18 +68,22 @@
 // (ctaid.x + %nsmid) mod nctaid.x and ctaid.y + (ctaid.x + %nsmid) /
 // nctaid.x, through the same sections; its Q tile prefetched into L2 when
 // that block is in the grid and its rows start before Tq.
-// CHECK: %[[NY2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
+// CHECK: %[[NX2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.x;"
+// CHECK-NEXT: %[[NY2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
 // CHECK-NEXT: %[[NSM:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nsmid;"
 // CHECK-NEXT: %[[CX2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.x;"
 // CHECK-NEXT: %[[SUM:.+]] = arith.addi %[[CX2]], %[[NSM]] : i32
-// CHECK-NEXT: %[[NEXTX:.+]] = arith.remui %[[SUM]], %{{.+}} : i32
-// CHECK-NEXT: %[[CARRY:.+]] = arith.divui %[[SUM]], %{{.+}} : i32
+// CHECK-NEXT: %[[NEXTX:.+]] = arith.remui %[[SUM]], %[[NX2]] : i32
+// CHECK-NEXT: %[[CARRY:.+]] = arith.divui %[[SUM]], %[[NX2]] : i32
 // CHECK-NEXT: %[[CY2:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.y;"
 // CHECK-NEXT: %[[NEXTY:.+]] = arith.addi %[[CY2]], %[[CARRY]] : i32
 // CHECK-NEXT: %[[IN:.+]] = arith.cmpi ult, %[[NEXTY]], %[[NY2]] : i32
 // CHECK-NEXT: %[[TQ32:.+]] = arith.index_cast %dim : index to i32
+// Past the grid the mapping takes entry 0 (its section width is never 0).
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[CLAMPED:.+]] = arith.select %[[IN]], %[[NEXTY]], %[[Z]] : i32
 // CHECK: arith.divui %c131072_i32{{.*}}
-// CHECK: %[[SEC2:.+]] = arith.divui %[[NEXTY]], %{{.+}} : i32
+// CHECK: %[[SEC2:.+]] = arith.divui %[[CLAMPED]], %{{.+}} : i32
 // CHECK: %[[R2:.+]] = arith.addi %[[NEXTX]], %{{.+}} : i32
 // CHECK: %[[RANK2:.+]] = arith.divui %[[R2]], %{{.+}} : i32
 // CHECK: %[[ENTRY2:.+]] = arith.addi %{{.+}}, %{{.+}} : i32

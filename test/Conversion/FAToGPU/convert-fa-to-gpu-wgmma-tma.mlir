@@ -307,7 +307,46 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // TILES2-NEXT: %[[SLOT:.+]] = arith.addi %[[BLOCKS0]], %[[JB]]
 // TILES2-NEXT: arith.constant 2 : index
 // TILES2-NEXT: arith.remui %[[SLOT]]
+// After both tiles' loads the producer prefetches into L2 the Q tiles
+// (q's map, %arg5; two 64-column boxes each) of the block at launch
+// index + %nsmid: rows 2x' x 128 and (2x' + 1) x 128 of entry y', each
+// when that block is in the grid and its rows start before Tq.
+// TILES2: %[[NX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.x;"
+// TILES2-NEXT: %[[NY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nctaid.y;"
+// TILES2-NEXT: %[[NSM:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %nsmid;"
+// TILES2-NEXT: %[[CX:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.x;"
+// TILES2-NEXT: %[[SUM:.+]] = arith.addi %[[CX]], %[[NSM]] : i32
+// TILES2-NEXT: %[[NEXTX:.+]] = arith.remui %[[SUM]], %[[NX]] : i32
+// TILES2-NEXT: %[[CARRY:.+]] = arith.divui %[[SUM]], %[[NX]] : i32
+// TILES2-NEXT: %[[CY:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %ctaid.y;"
+// TILES2-NEXT: %[[NEXTY:.+]] = arith.addi %[[CY]], %[[CARRY]] : i32
+// TILES2-NEXT: %[[IN:.+]] = arith.cmpi ult, %[[NEXTY]], %[[NY]] : i32
+// TILES2-NEXT: %[[TQ:.+]] = arith.index_cast %dim : index to i32
+// TILES2-NEXT: %c2_i32 = arith.constant 2 : i32
+// TILES2-NEXT: %[[T0:.+]] = arith.muli %[[NEXTX]], %c2_i32 : i32
+// TILES2-NEXT: %c1_i32 = arith.constant 1 : i32
+// TILES2-NEXT: %[[T1:.+]] = arith.addi %[[T0]], %c1_i32 : i32
+// TILES2-NEXT: %c128_i32 = arith.constant 128 : i32
+// TILES2-NEXT: %[[ROW0:.+]] = arith.muli %[[T0]], %c128_i32 : i32
+// TILES2-NEXT: %[[BEFORE0:.+]] = arith.cmpi ult, %[[ROW0]], %[[TQ]] : i32
+// TILES2-NEXT: %[[VALID0:.+]] = arith.andi %[[IN]], %[[BEFORE0]] : i1
+// TILES2-NEXT: scf.if %[[VALID0]] {
+// TILES2-NEXT: %[[B0:.+]] = arith.constant 0 : i32
+// TILES2-NEXT: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg5, %[[B0]], %[[ROW0]], %[[NEXTY]]
+// TILES2-NEXT: %[[B1:.+]] = arith.constant 64 : i32
+// TILES2-NEXT: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg5, %[[B1]], %[[ROW0]], %[[NEXTY]]
+// TILES2-NEXT: }
+// TILES2-NEXT: %{{.+}} = arith.constant 128 : i32
+// TILES2-NEXT: %[[ROW1:.+]] = arith.muli %[[T1]], %{{.+}} : i32
+// TILES2-NEXT: %[[BEFORE1:.+]] = arith.cmpi ult, %[[ROW1]], %[[TQ]] : i32
+// TILES2-NEXT: %[[VALID1:.+]] = arith.andi %[[IN]], %[[BEFORE1]] : i1
+// TILES2-NEXT: scf.if %[[VALID1]] {
+// TILES2: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg5, %{{.+}}, %[[ROW1]], %[[NEXTY]]
+// TILES2-NEXT: %{{.+}} = arith.constant 64 : i32
+// TILES2-NEXT: "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [$0, {$1, $2, $3}];", "l,r,r,r" %arg5, %{{.+}}, %[[ROW1]], %[[NEXTY]]
+// TILES2-NOT: cp.async.bulk.prefetch.tensor
 // TILES2: "setmaxnreg.inc.sync.aligned.u32 240;"
+// TILES2-NOT: cp.async.bulk.prefetch.tensor
 // TILES2-NOT: @p exit
 // TILES2: "cp.async.bulk.commit_group;"
 // TILES2-NOT: wait_group.read
