@@ -160,17 +160,32 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         longestFirstBlock(fb, memref::DimOp::create(b, loc, k, 1),
                           (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
                           /*heaviestLast=*/true);
+  // Query tile r of block x with two tiles per block: 2x + r without a
+  // mask, under causal the pair n - 1 - x (r = 0) and x (r = 1); in x's
+  // integer type (index, or i32 from the special registers). `tileCount`
+  // gives n (causal only).
+  auto pairTile = [&](FragmentBuilder &x, Value bx, int64_t r,
+                      llvm::function_ref<Value()> tileCount) -> Value {
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(x.b, x.loc,
+                                       x.b.getIntegerAttr(bx.getType(), v));
+    };
+    if (ks.causal == CausalKind::none)
+      return arith::AddIOp::create(
+          x.b, x.loc, arith::MulIOp::create(x.b, x.loc, bx, cst(tiles)),
+          cst(r));
+    if (r == 1)
+      return bx;
+    return arith::SubIOp::create(
+        x.b, x.loc, arith::SubIOp::create(x.b, x.loc, tileCount(), cst(1)), bx);
+  };
   auto tileQueryBlock = [&](FragmentBuilder &x, int64_t r) -> Value {
     if (longestFirst)
       return asIndex(x, longestFirst32.first);
     if (tiles == 1)
       return queryBlockIndex(x, ks.causal);
-    Value bx = gpu::BlockIdOp::create(x.b, x.loc, gpu::Dimension::x);
-    if (ks.causal == CausalKind::none)
-      return x.add(x.mul(bx, x.cstIndex(tiles)), x.cstIndex(r));
-    if (r == 1)
-      return bx;
-    return x.sub(x.sub(numQueryTiles(x), x.cstIndex(1)), bx);
+    return pairTile(x, gpu::BlockIdOp::create(x.b, x.loc, gpu::Dimension::x), r,
+                    [&] { return numQueryTiles(x); });
   };
   // Whether tile 1 of this block exists (tiles == 2): 2x + 1 < n, or under
   // causal x < n - 1 - x (the middle tile of an odd n has no partner).
@@ -546,9 +561,6 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       if (!ks.prefetchesNextQ())
         return;
       auto u32 = [&](int64_t v) { return cstI32(y, v); };
-      auto sub = [&](Value a, Value c) -> Value {
-        return arith::SubIOp::create(y.b, y.loc, a, c);
-      };
       NextLaunchedBlock next = nextLaunchedBlock(y);
       Value tq32 = toI32(y, tq);
       // The tiles of the next block, as tileQueryBlock maps them.
@@ -564,15 +576,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
             arith::SelectOp::create(y.b, y.loc, next.inGrid, next.y, u32(0)));
         tiles32.push_back(position.first);
         entry = position.second;
-      } else if (ks.causal == CausalKind::none) {
-        // Two tiles per block (prefetchesNextQ): 2x and 2x + 1.
-        Value twice = arith::MulIOp::create(y.b, y.loc, next.x, u32(2));
-        tiles32.push_back(twice);
-        tiles32.push_back(arith::AddIOp::create(y.b, y.loc, twice, u32(1)));
       } else {
-        // The causal pair n - 1 - x and x.
-        tiles32.push_back(sub(sub(toI32(y, numQueryTiles(y)), u32(1)), next.x));
-        tiles32.push_back(next.x);
+        // Two tiles per block (prefetchesNextQ).
+        for (int64_t r = 0; r < 2; ++r)
+          tiles32.push_back(pairTile(
+              y, next.x, r, [&] { return toI32(y, numQueryTiles(y)); }));
       }
       for (Value tile : tiles32) {
         Value row = arith::MulIOp::create(y.b, y.loc, tile, u32(blockM));
@@ -679,18 +687,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto rereadTileQueryBlock = [&](FragmentBuilder &x) -> Value {
     if (tiles == 1)
       return rereadQueryBlockIndex(x, ks.causal);
-    Value bx = readSpecialRegister(x, "%ctaid.x");
-    if (ks.causal == CausalKind::none)
-      return arith::AddIOp::create(
-          x.b, x.loc, arith::MulIOp::create(x.b, x.loc, bx, cstI32(x, tiles)),
-          cstI32(x, qBuffer));
-    if (qBuffer == 1)
-      return bx;
-    return arith::SubIOp::create(
-        x.b, x.loc,
-        arith::SubIOp::create(x.b, x.loc, toI32(x, numQueryTiles(x)),
-                              cstI32(x, 1)),
-        bx);
+    return pairTile(x, readSpecialRegister(x, "%ctaid.x"), qBuffer,
+                    [&] { return toI32(x, numQueryTiles(x)); });
   };
   // Loop-carried: O accumulator tiles, m and l of rows g / g + 8, and the
   // P registers of the previous key block (FlashAttention-3, Section 3.2,
