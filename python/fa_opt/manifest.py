@@ -524,6 +524,11 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                     f"{where}: scratch buffer '{rest[0]}' must be "
                     f"'{' '.join(want)}' (the shape its kernels take), got "
                     f"'{' '.join(rest[1:])}'")
+            # Launches of batch chunks take each scratch buffer's rows of
+            # their batches (fa_opt.runtime).
+            if len(rest) < 3 or rest[2] != "batch":
+                raise ManifestError(f"{where}: scratch buffer '{rest[0]}' "
+                                    f"must have batch as its first dim")
             if any(other.name == rest[0] for other in scratch):
                 raise ManifestError(f"{where}: duplicate scratch buffer "
                                     f"'{rest[0]}'")

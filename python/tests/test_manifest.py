@@ -176,6 +176,15 @@ def test_backward_manifest(tmp_path):
             "its kernels take), got 'f32 batch'")):
         parse_any_manifest(BACKWARD.replace(
             "delta f32 batch seqlen_q", "delta f32 batch"))
+    # Batch chunks take each scratch buffer's rows of their batches.
+    with pytest.raises(ManifestError, match=re.escape(
+            "scratch buffer 'ends' must have batch as its first dim")):
+        parse_any_manifest(BACKWARD.replace(
+            "scratch delta", "scratch ends f32 1\nscratch delta"))
+    ends = parse_any_manifest(BACKWARD.replace(
+        "scratch delta", "scratch ends f32 batch 1\nscratch delta"))
+    assert [(s.name, s.dims) for s in ends.scratch][0] == ("ends",
+                                                          ["batch", "1"])
     # The C++ reader's structural rules, with its messages.
     first_kernel = "kernel bwd_attention_backward_0_delta\n"
     for text, message in (

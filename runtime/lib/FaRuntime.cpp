@@ -590,8 +590,7 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
     pointers.emplace_back(m.scratch[i].name,
                           tensors->workspace + layout.offsets[i]);
   for (const auto &[name, ptr] : pointers) {
-    std::vector<int64_t> sizes =
-        fa::rt::tensorSizes(name, shape, m.headDim, m.headDimV);
+    std::vector<int64_t> sizes = fa::rt::backwardTensorSizes(m, name, shape);
     int64_t elements = 1;
     for (int64_t size : sizes)
       elements *= size;

@@ -959,6 +959,23 @@ std::vector<int64_t> fa::rt::tensorSizes(const std::string &name,
   return {};
 }
 
+std::vector<int64_t>
+fa::rt::backwardTensorSizes(const BackwardManifest &manifest,
+                            const std::string &name, const LaunchShape &shape) {
+  std::vector<int64_t> sizes =
+      tensorSizes(name, shape, manifest.headDim, manifest.headDimV);
+  if (!sizes.empty())
+    return sizes;
+  Manifest view;
+  view.headDim = manifest.headDim;
+  view.headDimV = manifest.headDimV;
+  for (const ScratchBuffer &buffer : manifest.scratch)
+    if (buffer.name == name)
+      for (const std::string &dim : buffer.dims)
+        sizes.push_back(gridAtomValue(dim, view, shape));
+  return sizes;
+}
+
 std::string fa::rt::BackwardManifest::ptxPath() const {
   if (!ptx.empty() && ptx[0] == '/')
     return ptx;
@@ -1084,6 +1101,11 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
               buffer.name != "delta" && buffer.name != "dq_accum")
             return fail(lineNo, "scratch buffer '" + buffer.name +
                                     "' shadows an operand of the op");
+          // Launches of batch chunks take each scratch buffer's rows of
+          // their batches (backwardChunkPointers).
+          if (buffer.dims.empty() || buffer.dims[0] != "batch")
+            return fail(lineNo, "scratch buffer '" + buffer.name +
+                                    "' must have batch as its first dim");
           // delta and dq_accum have one shape the kernels take them in
           // (their memref params and dq_accum's tensor map).
           if (buffer.name == "delta" || buffer.name == "dq_accum") {
@@ -1305,7 +1327,7 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
         known |= param == name;
       for (const ScratchBuffer &buffer : manifest.scratch)
         known |= param == buffer.name;
-      if (!known || tensorSizes(param, LaunchShape(), 1, 1).empty())
+      if (!known)
         return reportError(FA_RT_ERROR_MANIFEST,
                            fileName + ": kernel '" + kernel.kernel +
                                "' takes '" + param +
@@ -1363,8 +1385,7 @@ std::vector<uint64_t> fa::rt::buildBackwardKernelParams(
     for (const auto &[key, value] : pointers)
       if (key == name)
         ptr = value;
-    std::vector<int64_t> sizes =
-        tensorSizes(name, shape, manifest.headDim, manifest.headDimV);
+    std::vector<int64_t> sizes = backwardTensorSizes(manifest, name, shape);
     appendMemRefParams(params, ptr, 0, sizes, rowMajorStrides(sizes));
   }
   return params;
@@ -1397,8 +1418,7 @@ std::vector<std::pair<std::string, uint64_t>> fa::rt::backwardChunkPointers(
   std::vector<std::pair<std::string, uint64_t>> advanced = pointers;
   for (auto &[name, ptr] : advanced) {
     uint64_t entry = dtypeSize(backwardTensorDtype(manifest, name));
-    std::vector<int64_t> sizes =
-        tensorSizes(name, shape, manifest.headDim, manifest.headDimV);
+    std::vector<int64_t> sizes = backwardTensorSizes(manifest, name, shape);
     for (size_t d = 1; d < sizes.size(); ++d)
       entry *= static_cast<uint64_t>(sizes[d]);
     if (ptr)

@@ -1155,6 +1155,35 @@ static void testBackwardManifestGood() {
     EXPECT_EQ(chunk[4].second, 0x5000u + 3u * 100u * 64u * 4u);
     EXPECT_EQ(chunk[5].second, 0u);
   }
+  // A scratch buffer other than delta and dq_accum (the wgmma _dkdv's
+  // dkdv_ends counter): the declared dims, batch first, as its memref
+  // params and its chunk offsets.
+  {
+    fa::rt::BackwardManifest withEnds;
+    std::string text =
+        backwardWith("params dq_accum dq", "params dq_accum dq ends");
+    text.insert(text.find("scratch delta"), "scratch ends f32 batch 1\n");
+    EXPECT_EQ(fa::rt::parseBackwardManifest(text, "b.manifest", withEnds),
+              FA_RT_SUCCESS);
+    EXPECT_EQ(fa::rt::backwardTensorSizes(withEnds, "ends", shape),
+              (std::vector<int64_t>{16, 1}));
+    EXPECT_EQ(fa::rt::backwardTensorSizes(withEnds, "scores", shape),
+              std::vector<int64_t>{});
+    std::vector<std::pair<std::string, uint64_t>> chunk =
+        fa::rt::backwardChunkPointers(withEnds, {{"ends", 0x6000}}, shape, 3);
+    EXPECT_EQ(chunk[0].second, 0x6000u + 3u * 4u);
+    std::vector<uint64_t> params = fa::rt::buildBackwardKernelParams(
+        withEnds, withEnds.kernels.size() - 1, shape,
+        {{"dq_accum", 0x5000}, {"dq", 0x7000}, {"ends", 0x6000}});
+    // dq_accum (3 + 2 x 3), dq (3 + 2 x 3), then ends: 0x6000 twice, offset
+    // 0, sizes 16 1, strides 1 1.
+    EXPECT_EQ(params.size(), 9u + 9u + 7u);
+    if (params.size() == 25u) {
+      EXPECT_EQ(params[18], 0x6000u);
+      EXPECT_EQ(params[21], 16u);
+      EXPECT_EQ(params[22], 1u);
+    }
+  }
   // 32-bit indices, dynamic batch: chunks of 2^31 - 1 elements of the
   // largest tensor (here k, 3000 x 64 per batch entry); the check is of
   // the first chunk, so a batch that only the whole launch would overflow
@@ -1253,6 +1282,12 @@ static void testBackwardManifestMalformed() {
                         "scratch buffer 'delta' must be 'f32 batch "
                         "seqlen_q' (the shape its kernels take), got 'f32 "
                         "batch'");
+  // Batch chunks take each scratch buffer's rows of their batches.
+  EXPECT_BACKWARD_ERROR(
+      backwardWith("scratch delta f32 batch seqlen_q",
+                   "scratch delta f32 batch seqlen_q\nscratch ends f32 1"),
+      "dir/b.manifest:23: scratch buffer 'ends' must have batch as its "
+      "first dim");
   EXPECT_BACKWARD_ERROR(backwardWith("threads 128", "threads 2048"),
                         "invalid value '2048' for 'threads'");
   EXPECT_BACKWARD_ERROR(

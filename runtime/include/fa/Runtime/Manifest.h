@@ -262,6 +262,13 @@ std::vector<int64_t> tensorSizes(const std::string &name,
                                  const LaunchShape &shape, int64_t headDim,
                                  int64_t headDimV);
 
+/// The sizes of the backward's tensor `name` for `shape`: tensorSizes for
+/// the op's tensors and delta/dq_accum, else the declared dims of the
+/// manifest's scratch buffer of that name; empty for an unknown name.
+std::vector<int64_t> backwardTensorSizes(const BackwardManifest &manifest,
+                                         const std::string &name,
+                                         const LaunchShape &shape);
+
 /// Byte offsets of the scratch buffers inside one workspace (each aligned to
 /// 256 bytes) and the workspace's total size.
 struct WorkspaceLayout {
