@@ -287,6 +287,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.tilesPerBlock = kernel.producerWarp ? options.tilesPerBlock : 1;
   kernel.backwardProducerWarp =
       kernel.tma ? options.backwardProducerWarp.getValue() : "false";
+  kernel.pairKeyBlocks = options.pairKeyBlocks;
   kernel.maxSharedBytes = maxSharedBytesPerBlock(options.chip);
   kernel.indexBitwidth = options.indexBitwidth;
   pm.addPass(createConvertFAToGPU(kernel));

@@ -37,6 +37,11 @@
 // RUN: FileCheck %s --check-prefix=BWDPREFETCH < %t/bwd_f16_d64_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/e.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: %ptxas -arch=sm_90a -v %t/bwd_f16_d64_attention_backward_0.ptx -o %t/f.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
+// pair-key-blocks=true: the causal D 128 _dkdv (producer warpgroup) takes
+// two key blocks per block (grid ceil(Tk / 256)), with no spills.
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a pair-key-blocks=true output-dir=%t/pair" -o /dev/null
+// RUN: FileCheck %s --check-prefix=BWDPAIR < %t/pair/bwd_bf16_d128_causal_attention_backward_0.manifest
+// RUN: %ptxas -arch=sm_90a -v %t/pair/bwd_bf16_d128_causal_attention_backward_0.ptx -o %t/pair.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL3
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
 // RUN: FileCheck %s --check-prefix=BWDDET < %t/det/bwd_bf16_d128_causal_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=BWDDETPTX < %t/det/bwd_bf16_d128_causal_attention_backward_0.ptx
@@ -330,6 +335,9 @@
 // dq atomics by TMA reductions: boxes of 32 f32 x 16 rows, 128-byte swizzle.
 // BWD-NEXT: tensor_map dq_accum 32 16 128
 // BWD-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
+// BWDPAIR: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
+// BWDPAIR: threads 384
+// BWDPAIR: grid ceil_div(seqlen_k,256) batch 1
 // BWD: kernel bwd_bf16_d128_causal_attention_backward_0_dq_convert
 // BWD-NOT: tensor_map
 // BWD-NOT: kernel

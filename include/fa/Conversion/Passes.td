@@ -423,6 +423,21 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "gets the TMA wgmma backward without dq atomics or with another "
            "dk/dv query tile (block-m; on the op). Ops that take another "
            "kernel ignore it">,
+    Option<"pairKeyBlocks", "pair-key-blocks", "bool", /*default=*/"false",
+           "fa.attention_backward with a causal mask on the TMA wgmma "
+           "kernels with the producer warpgroup (`backward-producer-warp`): "
+           "`_dkdv` block x computes key blocks x and n - 1 - x (n = "
+           "ceil(Tk / keys per block); the middle one of an odd n alone) "
+           "one after the other, so that the blocks are about equally long "
+           "(grid ceil(Tk / (2 x keys per block))); the two key blocks' "
+           "query tiles go through one ring of stages (the producer loads "
+           "the second one's first tiles while the consumers finish the "
+           "first) and the second key block's K/V rows are prefetched into "
+           "L2. Measured on the H200 (bf16/f16, D = 128, top-left causal, "
+           "`_dkdv` and its two small kernels): +1.5% at T 2k-4k, +-0 at T "
+           "8k, 4.5% slower at T 16k (half the blocks of equal length leave "
+           "the grid's last wave partly empty; docs/PERFORMANCE.md, "
+           "twenty-sixth run), hence off by default. Other ops ignore it">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -247,6 +247,7 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
         warps,  tile,   stages, dkdv,     /*tma=*/options.tma};
     shape.dqAtomic = dkdv && dqAtomic;
     shape.producerWarp = producerFor(dkdv, tile);
+    shape.pairKeyBlocks = options.pairKeyBlocks;
     return shape;
   };
   SmallVector<bool, 2> kernels = {true};
@@ -911,7 +912,7 @@ struct KernelSpec {
   int64_t threads;
   int64_t blockM = 0, blockN = 0; // 0: not used by the kernel's grid
   SmallVector<StringRef> params;
-  SmallVector<StringRef, 3> grid;
+  std::vector<std::string> grid;
   int64_t sharedBytes = 0; // dynamic workgroup memory
   /// TMA: `tensor_map` lines (OPERAND BOX_COLS BOX_ROWS SWIZZLE) of q, k,
   /// v, do, whose maps close the argument list.
@@ -957,7 +958,7 @@ static DictionaryAttr buildBackwardManifest(Builder &b,
       entries.push_back(b.getNamedAttr("tensor_map", b.getArrayAttr(maps)));
     }
     entries.push_back(b.getNamedAttr(
-        "grid", b.getStrArrayAttr(SmallVector<StringRef>(spec.grid))));
+        "grid", b.getStrArrayAttr(llvm::to_vector_of<StringRef>(spec.grid))));
     kernelAttrs.push_back(b.getDictionaryAttr(entries));
   }
   SmallVector<NamedAttribute> entries = {
@@ -1037,6 +1038,9 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
   if (!bs.deterministic)
     dkdv.params.push_back("dq_accum");
   dkdv.grid = {"ceil_div(seqlen_k,block_n)", "batch", "1"};
+  if (bs.wgmma && bs.wgDkDv.pairsKeyBlocks())
+    dkdv.grid[0] =
+        "ceil_div(seqlen_k," + std::to_string(2 * bs.wgDkDv.ownRows()) + ")";
   if (bs.wgmma) {
     dkdv.threads = bs.wgDkDv.threads();
     dkdv.sharedBytes = gpukernel::wgmmaBackwardLayout(bs.wgDkDv).bytes;

@@ -955,6 +955,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       return signalPassFailure();
     }
     options.backwardProducerWarp = *backwardProducer;
+    options.pairKeyBlocks = pairKeyBlocks;
     // Option errors at the module's location, not on the module: no dump
     // of the whole module after the message.
     if (!AttentionKernelOptions::isValidStages(options.stages)) {

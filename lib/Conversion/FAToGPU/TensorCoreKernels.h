@@ -276,6 +276,8 @@ struct WgmmaBackwardShape {
   /// copies the lse/delta columns; the consumers release each stage on an
   /// "empty" mbarrier (FlashAttention-3, Section 3.1).
   bool producerWarp = false;
+  /// See pairsKeyBlocks().
+  bool pairKeyBlocks = false;
   /// Bits of the kernel's `index` type (the gpu.module's DLTI data layout):
   /// 64, or 32 with TMA (lse/delta/dq_accum addresses then come from the
   /// memref descriptors' 64-bit pointers: alignedPointerOf).
@@ -338,7 +340,20 @@ struct WgmmaBackwardShape {
   /// D 64 +1-2%. Under causal the blocks differ in length, the guess
   /// misses, and D 64 lost 3-4%: not there.
   bool prefetchesNextOwn() const {
-    return dkdv && tma && causal == CausalKind::none;
+    return dkdv && tma && (causal == CausalKind::none || pairsKeyBlocks());
+  }
+  /// TMA _dkdv with the producer warpgroup under a causal mask: block x
+  /// takes key blocks x and n - 1 - x one after the other (n =
+  /// ceil(Tk / ownRows()); the middle block of an odd n alone), so that
+  /// every block visits about n + 1 key blocks' worth of query tiles and the
+  /// blocks end in waves, as without a mask (grid ceil(Tk / (2 ownRows()))).
+  /// The loop tiles of both key blocks share one ring of stages, so that
+  /// the producer loads the second one's first tiles while the consumers
+  /// finish the first; the second key block's own K/V rows are prefetched
+  /// into L2 with the first one's last loop tile.
+  bool pairsKeyBlocks() const {
+    return pairKeyBlocks && dkdv && tma && producerWarp &&
+           causal != CausalKind::none;
   }
   /// dqBulk without a mask and with 128-query tiles: each key block starts
   /// its query loop at its own tile offset (WgmmaBackward.cpp).

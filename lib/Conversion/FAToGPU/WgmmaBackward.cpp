@@ -133,6 +133,50 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     count = arith::CeilDivSIOp::create(b, loc, keys.kvEnd, bt);
   }
 
+  // ks.pairsKeyBlocks(): block x runs key block x (pass 0), then, when
+  // x < n - 1 - x, key block n - 1 - x (pass 1). The values above are pass
+  // 0's; setPass rebuilds those of a pass (block, own0, warpRow0, first,
+  // anyTile below) where a pass loop opens, in the consumers' and in the
+  // producer's. The loop tiles of both passes go through one ring of
+  // stages: tile tb of a pass is ring position ringBase + tb - first, where
+  // ringBase is pass 0's tile count in pass 1; the stage and the barrier
+  // phases follow the ring position, the own rows' barriers the pass.
+  const bool paired = ks.pairsKeyBlocks();
+  // passIndex: the pass's index (0 or 1); passActive: whether the block
+  // runs it (pass 1 only when n - 1 - x > x); morePasses: whether a pass
+  // follows it; ringShift: ring position - tb.
+  Value passIndex, passActive, morePasses, partner, ringShift;
+  Value anyTile;
+  auto setPass = [&](FragmentBuilder &x, Value pass) {
+    passIndex = pass;
+    Value second = x.cmpI(arith::CmpIPredicate::ne, pass, c0);
+    // The pair's key blocks from %ctaid.x read again (else kept, spilled,
+    // across the loops).
+    Value pair = arith::IndexCastUIOp::create(
+        x.b, x.loc, x.b.getIndexType(), readSpecialRegister(x, "%ctaid.x"));
+    partner = x.sub(
+        x.sub(arith::CeilDivSIOp::create(x.b, x.loc, tk, x.cstIndex(ownRows)),
+              c1),
+        pair);
+    Value hasPartner = x.cmpI(arith::CmpIPredicate::ult, pair, partner);
+    Value firstPass = x.cmpI(arith::CmpIPredicate::eq, pass, c0);
+    passActive = arith::OrIOp::create(x.b, x.loc, firstPass, hasPartner);
+    morePasses = arith::AndIOp::create(x.b, x.loc, firstPass, hasPartner);
+    block = arith::SelectOp::create(x.b, x.loc, second, partner, pair);
+    own0 = x.mul(block, x.cstIndex(ownRows));
+    warpRow0 = x.add(own0, x.mul(warp, x.cstIndex(16)));
+    first = arith::DivUIOp::create(x.b, x.loc,
+                                   x.maxS(x.sub(own0, causalOffset), c0), bt);
+    // Pass 1 starts at ring position max(count - pass 0's first, 0).
+    Value pairFirst = arith::DivUIOp::create(
+        x.b, x.loc,
+        x.maxS(x.sub(x.mul(pair, x.cstIndex(ownRows)), causalOffset), c0), bt);
+    Value ringBase = arith::SelectOp::create(
+        x.b, x.loc, second, x.maxS(x.sub(count, pairFirst), c0), c0);
+    ringShift = x.sub(ringBase, first);
+    anyTile = x.cmpI(arith::CmpIPredicate::slt, first, count);
+  };
+
   // dq by TMA reductions, no mask, 128-query tiles (the D 64 kernels):
   // iteration tb of block j visits query tile (tb + j ownRows / tile) mod
   // count, so that the blocks of one head, which run side by side, add into
@@ -265,16 +309,26 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // Tile tb's stage (index), and its barrier and the parity of its phase
   // there: the loads into a stage are tiles first + s, first + s + stages,
   // ..., the n-th of them completing phase n.
+  // (paired: of its ring position.)
+  auto ringOf = [&](FragmentBuilder &x, Value tb) {
+    return paired ? x.add(tb, ringShift) : tb;
+  };
   auto stageOf = [&](FragmentBuilder &x, Value tb) {
-    return arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(stages))
+    return arith::RemUIOp::create(x.b, x.loc, ringOf(x, tb), x.cstIndex(stages))
+        .getResult();
+  };
+  // The loads into tile tb's stage before tile tb's.
+  auto useOf = [&](FragmentBuilder &x, Value tb) {
+    return arith::DivUIOp::create(x.b, x.loc,
+                                  paired ? ringOf(x, tb) : x.sub(tb, first),
+                                  x.cstIndex(stages))
         .getResult();
   };
   auto stageBarrier = [&](FragmentBuilder &x, Value tb, bool second) {
     Value index = arith::AddIOp::create(
         x.b, x.loc, toI32(x, stageOf(x, tb)),
         cstI32(x, second ? 2 + stages : 2));
-    Value use = arith::DivUIOp::create(x.b, x.loc, x.sub(tb, first),
-                                       x.cstIndex(stages));
+    Value use = useOf(x, tb);
     Value parity =
         arith::RemUIOp::create(x.b, x.loc, toI32(x, use), cstI32(x, 2));
     return std::make_pair(barrierAt(x, index), parity);
@@ -285,8 +339,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     Value index = arith::AddIOp::create(
         x.b, x.loc, toI32(x, stageOf(x, tb)),
         cstI32(x, 2 + 2 * stages + (second ? stages : 0)));
-    Value use = arith::DivUIOp::create(x.b, x.loc, x.sub(tb, first),
-                                       x.cstIndex(stages));
+    Value use = useOf(x, tb);
     Value parity =
         arith::RemUIOp::create(x.b, x.loc, toI32(x, use), cstI32(x, 2));
     return std::make_pair(barrierAt(x, index), parity);
@@ -297,16 +350,38 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // when this one ends (nextLaunchedBlock), prefetched into L2 by the
   // thread that issues the last loop tile's loads. A hint only: a wrong
   // guess costs L2 lines, never a result; past the grid nothing is
-  // prefetched.
-  auto prefetchNextOwn = [&](FragmentBuilder &y) {
+  // prefetched. Paired: pass 0, when a pass 1 follows, prefetches pass
+  // 1's own rows (this block's, known exactly); the last pass those of the
+  // next block's pass 0 (key block next.x).
+  auto prefetchOwnRows = [&](FragmentBuilder &z, Value row, Value entry) {
+    tmaPrefetchTile(z, ownFirstMap, ks.d, swFirst / 2, row, entry);
+    tmaPrefetchTile(z, ownSecondMap, ks.dv, swSecond / 2, row, entry);
+  };
+  auto prefetchNextLaunched = [&](FragmentBuilder &y) {
     NextLaunchedBlock next = nextLaunchedBlock(y);
     Value row = arith::MulIOp::create(y.b, y.loc, next.x, cstI32(y, ownRows));
     scf::IfOp::create(y.b, y.loc, next.inGrid, [&](OpBuilder &ib, Location il) {
       FragmentBuilder z(ib, il, y.elt);
-      tmaPrefetchTile(z, ownFirstMap, ks.d, swFirst / 2, row, next.y);
-      tmaPrefetchTile(z, ownSecondMap, ks.dv, swSecond / 2, row, next.y);
+      prefetchOwnRows(z, row, next.y);
       scf::YieldOp::create(ib, il);
     });
+  };
+  auto prefetchNextOwn = [&](FragmentBuilder &y) {
+    if (!paired)
+      return prefetchNextLaunched(y);
+    scf::IfOp::create(
+        y.b, y.loc, morePasses,
+        [&](OpBuilder &ib, Location il) {
+          FragmentBuilder z(ib, il, y.elt);
+          prefetchOwnRows(z, toI32(z, z.mul(partner, z.cstIndex(ownRows))),
+                          batch32);
+          scf::YieldOp::create(ib, il);
+        },
+        [&](OpBuilder &ib, Location il) {
+          FragmentBuilder z(ib, il, y.elt);
+          prefetchNextLaunched(z);
+          scf::YieldOp::create(ib, il);
+        });
   };
   auto loadHalf = [&](FragmentBuilder &x, Value tb, bool second,
                       Value issuer = Value()) {
@@ -328,10 +403,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
           ib, il, shared.addr,
           arith::TruncIOp::create(
               ib, il, ib.getI32Type(),
-              arith::ShLIOp::create(ib, il,
-                                    stageUnits(y, tb, stages, offset,
-                                               stageBytes),
-                                    cstI64(y, 4))));
+              arith::ShLIOp::create(
+                  ib, il,
+                  stageUnits(y, ringOf(y, tb), stages, offset, stageBytes),
+                  cstI64(y, 4))));
       int64_t cols = second ? ks.dv : ks.d;
       tmaLoadTile(y, second ? loopSecondMap : loopFirstMap, dst, tile, cols,
                   tmaSwizzleBytes(cols) / 2,
@@ -439,7 +514,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
           Value src = arith::SelectOp::create(ib, il, isDelta,
                                               addressOf(y, delta, row),
                                               addressOf(y, lse, row));
-          Value stage = arith::RemUIOp::create(ib, il, tb, y.cstIndex(stages));
+          Value stage = stageOf(y, tb);
           Value dst = arith::AddIOp::create(
               ib, il, shared.addr,
               toI32(y, y.add(y.cstIndex(layout.columnValues),
@@ -458,14 +533,35 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     scf::IfOp::create(
         x.b, x.loc, colLoader(x), [&](OpBuilder &ib, Location il) {
           FragmentBuilder y(ib, il, ks.elt);
-          Value stage = arith::RemUIOp::create(ib, il, tb, y.cstIndex(stages));
+          Value stage = stageOf(y, tb);
           y.store(value, colValues,
                   {y.add(y.mul(stage, y.cstIndex(2 * tile)), ids.tid)});
           scf::YieldOp::create(ib, il);
         });
   };
 
-  Value anyTile = fb.cmpI(arith::CmpIPredicate::slt, first, count);
+  anyTile = fb.cmpI(arith::CmpIPredicate::slt, first, count);
+  // TMA: thread 0 loads the own tiles of the pass when it visits any loop
+  // tile (every issued load is waited for), completing phase passIndex of
+  // the own barriers.
+  auto issueOwnLoads = [&](FragmentBuilder &x) {
+    Value issueOwn = arith::AndIOp::create(x.b, x.loc, isThread0, anyTile);
+    scf::IfOp::create(x.b, x.loc, issueOwn, [&](OpBuilder &ib, Location il) {
+      FragmentBuilder y(ib, il, ks.elt);
+      Value row = toI32(y, own0);
+      tmaLoadTile(y, ownFirstMap,
+                  arith::AddIOp::create(ib, il, shared.addr,
+                                        cstI32(y, layout.ownFirst)),
+                  ownRows, ks.d, swFirst / 2, row, batch32,
+                  barrierAt(y, cstI32(y, 0)));
+      tmaLoadTile(y, ownSecondMap,
+                  arith::AddIOp::create(ib, il, shared.addr,
+                                        cstI32(y, layout.ownSecond)),
+                  ownRows, ks.dv, swSecond / 2, row, batch32,
+                  barrierAt(y, cstI32(y, 1)));
+      scf::YieldOp::create(ib, il);
+    });
+  };
   if (tma) {
     // Thread 0 initializes the barriers (one arrival per phase), visible to
     // the other threads and the copy engine before any use; then loads the
@@ -490,22 +586,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       scf::YieldOp::create(ib, il);
     });
     gpu::BarrierOp::create(b, loc);
-    Value issueOwn = arith::AndIOp::create(b, loc, isThread0, anyTile);
-    scf::IfOp::create(b, loc, issueOwn, [&](OpBuilder &ib, Location il) {
-      FragmentBuilder y(ib, il, ks.elt);
-      Value row = toI32(y, own0);
-      tmaLoadTile(y, ownFirstMap,
-                  arith::AddIOp::create(ib, il, shared.addr,
-                                        cstI32(y, layout.ownFirst)),
-                  ownRows, ks.d, swFirst / 2, row, batch32,
-                  barrierAt(y, cstI32(y, 0)));
-      tmaLoadTile(y, ownSecondMap,
-                  arith::AddIOp::create(ib, il, shared.addr,
-                                        cstI32(y, layout.ownSecond)),
-                  ownRows, ks.dv, swSecond / 2, row, batch32,
-                  barrierAt(y, cstI32(y, 1)));
-      scf::YieldOp::create(ib, il);
-    });
+    // Paired: each consumer pass loads its own.
+    if (!paired)
+      issueOwnLoads(fb);
   } else {
     scf::IfOp::create(b, loc, anyTile, [&](OpBuilder &ib, Location il) {
       FragmentBuilder y(ib, il, ks.elt);
@@ -531,12 +614,25 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // at once), and loads it: its first thread the Q (then dO) tile by TMA,
   // every producer thread 2 x tile / 128 lse/delta values by 4-byte
   // cp.async, whose completion arrives on the Q tile's barrier.
+  // Paired: opens the loop over the block's passes at b's insertion point,
+  // leaves b in its body (after setPass) and returns it; else nothing.
+  auto openPassLoop = [&]() -> scf::ForOp {
+    if (!paired)
+      return nullptr;
+    auto passLoop = scf::ForOp::create(b, loc, c0, fb.cstIndex(2), c1);
+    b.setInsertionPoint(passLoop.getBody()->getTerminator());
+    setPass(fb, passLoop.getInductionVar());
+    auto active = scf::IfOp::create(b, loc, passActive);
+    b.setInsertionPoint(active.thenBlock()->getTerminator());
+    return passLoop;
+  };
   scf::IfOp consumers;
   auto buildProducer = [&]() {
     scf::IfOp producers = openWarpgroupRole(fb, ids.tid, threads,
                                             /*producerRole=*/true, reallocate);
     Value issuer =
         fb.cmpI(arith::CmpIPredicate::eq, ids.tid, fb.cstIndex(threads));
+    scf::ForOp passLoop = openPassLoop();
     scf::ForOp::create(
         b, loc, first, count, c1, ValueRange{},
         [&](OpBuilder &pb, Location pl, Value tb, ValueRange) {
@@ -554,8 +650,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
             loadHalf(z, tb, second, issuer);
             if (second)
               continue;
-            Value stage =
-                arith::RemUIOp::create(pb, pl, tb, z.cstIndex(stages));
+            Value stage = stageOf(z, tb);
             Value ptid = z.sub(ids.tid, z.cstIndex(threads));
             for (int64_t r = 0; r < 2 * tile / 128; ++r) {
               Value idx = z.add(ptid, z.cstIndex(128 * r));
@@ -580,6 +675,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
           }
           scf::YieldOp::create(pb, pl);
         });
+    if (passLoop)
+      b.setInsertionPointAfter(passLoop);
     // The last column copies have landed before the thread exits.
     inlinePtx(fb, "cp.async.wait_all;", {}, ValueRange{});
     return producers;
@@ -587,6 +684,29 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   if (producer) {
     consumers = openWarpgroupRole(fb, ids.tid, threads,
                                   /*producerRole=*/false, reallocate);
+  }
+  scf::ForOp consumerPasses = openPassLoop();
+  // Paired: LLVM would hoist the prologue's and the last tile's descriptors
+  // and workgroup addresses (pass-invariant) out of the pass loop, where
+  // they stay live across it (ptxas spilled 68 bytes): the bases pass
+  // through empty inline PTX in each pass and the own tiles' descriptors
+  // are rebuilt there (restored after the loop, for the producer's
+  // branch).
+  WgmmaSharedMemory sharedOutside = shared;
+  SmallVector<Descriptor *> loopDescs = {&loopKFirst, &loopKSecond, &loopNFirst,
+                                         &loopNSecond};
+  SmallVector<Descriptor> loopDescsOutside;
+  Value ownFirstOutside = ownFirstBase, ownSecondOutside = ownSecondBase;
+  for (Descriptor *d : loopDescs)
+    loopDescsOutside.push_back(*d);
+  if (consumerPasses) {
+    shared.units = inLoop(fb, shared.units);
+    shared.addr = inLoop(fb, shared.addr);
+    for (Descriptor *d : loopDescs)
+      d->base = inLoop(fb, d->base);
+    ownFirstBase = ownBase(layout.ownFirst, swFirst);
+    ownSecondBase = ownBase(layout.ownSecond, swSecond);
+    issueOwnLoads(fb);
   }
   // Consumers: every thread's arrival once its products have read the
   // stage of tile tb's first (Q) or second (dO) half.
@@ -627,7 +747,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
               arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
   const int64_t dsBase = init.size() - carriedDs;
   auto firstUnitsOf = [&](FragmentBuilder &x, Value tb) {
-    return stageUnits(x, tb, stages, layout.loopFirst, layout.firstStageBytes);
+    return stageUnits(x, ringOf(x, tb), stages, layout.loopFirst,
+                      layout.firstStageBytes);
   };
 
   // dq atomics (_dkdv with ks.dqAtomic). dS^T of tile tb goes to buffer
@@ -989,8 +1110,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                           issueOld,
                       Value dqTb = Value()) {
     Value r0 = x.mul(queryTile(x, tb), bt);
-    Value secondUnits =
-        stageUnits(x, tb, stages, layout.loopSecond, layout.secondStageBytes);
+    Value secondUnits = stageUnits(x, ringOf(x, tb), stages, layout.loopSecond,
+                                   layout.secondStageBytes);
     // dq atomics: the previous tile's dQ^T products go first.
     SmallVector<SmallVector<Value>> dqAcc;
     if (dqTb)
@@ -1027,9 +1148,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       return x.load(colValues, {idx});
     };
     if (dkdv) {
-      stageCols =
-          x.mul(arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(stages)),
-                x.cstIndex(2 * tile));
+      stageCols = x.mul(stageOf(x, tb), x.cstIndex(2 * tile));
       // Columns are queries r0 + 8 n + 2t + e: hide those past Tq and,
       // under causal, those before the diagonal of this warp's keys.
       Value needMask = x.cmpI(arith::CmpIPredicate::sgt, x.add(r0, bt), tq);
@@ -1143,7 +1262,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       if (!producer)
         gpu::BarrierOp::create(b, loc);
       for (int64_t i = 0; i < 2; ++i)
-        mbarrierWait(x, barrierAt(x, cstI32(x, i)), cstI32(x, 0));
+        mbarrierWait(x, barrierAt(x, cstI32(x, i)),
+                     paired ? toI32(x, passIndex) : cstI32(x, 0));
       waitTile(x, first);
     } else {
       landCopies(x, 2 * stages - 2); // own tiles and tile `first` landed
@@ -1235,6 +1355,11 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     } else {
       acc = wgmmaWait(x, 0, acc);
     }
+    // Paired: the ring goes on into the next pass, whose loads wait for
+    // every stage's release (the last tile's second half was released in
+    // the loop).
+    if (paired)
+      releaseHalf(x, lastTb, /*second=*/false);
     scf::YieldOp::create(b, loc, acc);
     b.setInsertionPointToStart(last.elseBlock());
     scf::YieldOp::create(b, loc, lastTile.accFirst);
@@ -1243,8 +1368,12 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   // dqBulk: the bulk reductions have read the staging rows before the block
   // exits (their adds complete with the grid).
-  if (dqBulk)
-    inlinePtx(fb, "cp.async.bulk.wait_group.read 0;", {}, ValueRange{});
+  auto waitDqReductions = [&]() {
+    if (dqBulk)
+      inlinePtx(fb, "cp.async.bulk.wait_group.read 0;", {}, ValueRange{});
+  };
+  if (!paired)
+    waitDqReductions();
 
   // dk = scale dK, dv = dV (or dq = scale dQ) for the own rows in range.
   SmallVector<Value> first8 =
@@ -1264,6 +1393,18 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                          t2);
       scf::YieldOp::create(ib, il);
     });
+  }
+  if (consumerPasses) {
+    // Every warpgroup is done with the own tiles before the next pass's
+    // loads replace them.
+    consumerBarrier(b, loc);
+    b.setInsertionPointAfter(consumerPasses);
+    waitDqReductions();
+    shared = sharedOutside;
+    for (auto [d, outside] : llvm::zip(loopDescs, loopDescsOutside))
+      *d = outside;
+    ownFirstBase = ownFirstOutside;
+    ownSecondBase = ownSecondOutside;
   }
   // The producer's branch comes after the consumers' in the kernel, so
   // that no consumer value is live across it (it runs at 24 registers).

@@ -123,6 +123,10 @@ struct AttentionKernelOptions {
   /// (FlashAttention-3, Section 3.1); needs a query tile (block-m) that is
   /// a multiple of 64.
   BackwardProducerWarp backwardProducerWarp = BackwardProducerWarp::Off;
+  /// Backward with the producer warpgroup under a causal mask: `_dkdv` block
+  /// x takes key blocks x and n - 1 - x one after the other (see the pass
+  /// option `pair-key-blocks`).
+  bool pairKeyBlocks = false;
   /// Bits of the kernels' `index` type, 32 or 64 (see the pass option).
   int64_t indexBitwidth = 64;
 };
