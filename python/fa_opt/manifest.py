@@ -425,6 +425,9 @@ _SCRATCH_DECLARATIONS = {
 
 # The header keys a backward manifest may carry (others are for newer
 # readers, skipped), as the C++ runtime reads them.
+# The sizes a scratch buffer's dims after the first (batch) may name.
+_SCRATCH_SIZES = ("seqlen_q", "seqlen_k", "head_dim", "head_dim_v")
+
 # The op's tensors a backward kernel may take by name (else a scratch).
 _BWD_TENSORS = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv")
 
@@ -516,6 +519,29 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                                     f"DIM...', got '{' '.join([key, *rest])}'")
             if rest[1] not in DTYPES:
                 raise ManifestError(f"{where}: unknown scratch dtype '{rest[1]}'")
+            # Launches of batch chunks take each scratch buffer's rows of
+            # their batches (fa_opt.runtime): batch first, and only there;
+            # the C++ reader's rules in its order, with its messages.
+            for i, dim in enumerate(rest[2:]):
+                if i == 0 and dim != "batch":
+                    raise ManifestError(
+                        f"{where}: invalid value '{dim}' for 'scratch': "
+                        f"expected batch (a scratch buffer's first dim)")
+                if i > 0 and dim not in _SCRATCH_SIZES and \
+                        not dim.isdigit():
+                    raise ManifestError(
+                        f"{where}: invalid value '{dim}' for 'scratch': "
+                        f"expected seqlen_q, seqlen_k, head_dim, head_dim_v "
+                        f"or an integer")
+            if len(rest) < 3:
+                raise ManifestError(f"{where}: scratch buffer '{rest[0]}' "
+                                    f"has no dims (expected batch first)")
+            if any(other.name == rest[0] for other in scratch):
+                raise ManifestError(f"{where}: duplicate scratch buffer "
+                                    f"'{rest[0]}'")
+            if rest[0] in _BWD_TENSORS:
+                raise ManifestError(f"{where}: scratch buffer '{rest[0]}' "
+                                    f"shadows an operand of the op")
             # delta and dq_accum have one shape the kernels take them in
             # (their memref params and dq_accum's tensor map).
             want = _SCRATCH_DECLARATIONS.get(rest[0])
@@ -524,14 +550,6 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
                     f"{where}: scratch buffer '{rest[0]}' must be "
                     f"'{' '.join(want)}' (the shape its kernels take), got "
                     f"'{' '.join(rest[1:])}'")
-            # Launches of batch chunks take each scratch buffer's rows of
-            # their batches (fa_opt.runtime).
-            if len(rest) < 3 or rest[2] != "batch":
-                raise ManifestError(f"{where}: scratch buffer '{rest[0]}' "
-                                    f"must have batch as its first dim")
-            if any(other.name == rest[0] for other in scratch):
-                raise ManifestError(f"{where}: duplicate scratch buffer "
-                                    f"'{rest[0]}'")
             scratch.append(Scratch(rest[0], rest[1], rest[2:]))
         else:
             if key not in _BWD_HEADER_KEYS:

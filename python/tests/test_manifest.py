@@ -176,15 +176,30 @@ def test_backward_manifest(tmp_path):
             "its kernels take), got 'f32 batch'")):
         parse_any_manifest(BACKWARD.replace(
             "delta f32 batch seqlen_q", "delta f32 batch"))
-    # Batch chunks take each scratch buffer's rows of their batches.
-    with pytest.raises(ManifestError, match=re.escape(
-            "scratch buffer 'ends' must have batch as its first dim")):
-        parse_any_manifest(BACKWARD.replace(
-            "scratch delta", "scratch ends f32 1\nscratch delta"))
+    # Batch chunks take each scratch buffer's rows of their batches: batch
+    # first and only there, sizes of the op or integers after it (the C++
+    # reader's messages).
+    for line, message in (
+            ("ends f32 1", "invalid value '1' for 'scratch': expected batch "
+                           "(a scratch buffer's first dim)"),
+            ("ends f32 batch batch", "invalid value 'batch' for 'scratch': "
+                                     "expected seqlen_q, seqlen_k, head_dim, "
+                                     "head_dim_v or an integer"),
+            ("ends f32 batch block_m", "invalid value 'block_m' for "
+                                       "'scratch'"),
+            ("ends f32", "scratch buffer 'ends' has no dims (expected batch "
+                         "first)"),
+            ("lse f32 batch seqlen_q", "scratch buffer 'lse' shadows an "
+                                       "operand of the op"),
+            ("delta f32 seqlen_q", "invalid value 'seqlen_q' for 'scratch': "
+                                   "expected batch")):
+        with pytest.raises(ManifestError, match=re.escape(message)):
+            parse_any_manifest(BACKWARD.replace(
+                "scratch delta", f"scratch {line}\nscratch delta", 1))
     ends = parse_any_manifest(BACKWARD.replace(
-        "scratch delta", "scratch ends f32 batch 1\nscratch delta"))
+        "scratch delta", "scratch ends f32 batch 2\nscratch delta"))
     assert [(s.name, s.dims) for s in ends.scratch][0] == ("ends",
-                                                          ["batch", "1"])
+                                                          ["batch", "2"])
     # The C++ reader's structural rules, with its messages.
     first_kernel = "kernel bwd_attention_backward_0_delta\n"
     for text, message in (

@@ -126,6 +126,14 @@ static bool isGridAtom(std::string_view word) {
   return isGridName(word) || parseCount(std::string(word), false, unused);
 }
 
+/// A dim of a scratch buffer after its first (`batch`): a size of the op
+/// (seqlen_q, seqlen_k, head_dim, head_dim_v) or a non-negative integer.
+static bool isScratchDim(std::string_view word) {
+  int64_t unused;
+  return word == "seqlen_q" || word == "seqlen_k" || word == "head_dim" ||
+         word == "head_dim_v" || parseCount(std::string(word), false, unused);
+}
+
 /// A grid expression is an atom or ceil_div(atom,atom); an atom is a
 /// non-negative integer or one of kGridNames.
 static bool isGridExpr(const std::string &word) {
@@ -1087,12 +1095,20 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
           buffer.name = values[0];
           if (!parseDtype(values[1], buffer.dtype))
             return invalid(values[1], "f16, bf16 or f32");
+          // Launches of batch chunks take each scratch buffer's rows of
+          // their batches (backwardChunkPointers): batch first, and only
+          // there.
           for (size_t i = 2; i < values.size(); ++i) {
-            if (!isGridAtom(values[i]))
-              return invalid(values[i], "a size name (batch, seqlen_q, "
-                                        "head_dim, ...) or an integer");
+            if (i == 2 && values[i] != "batch")
+              return invalid(values[i], "batch (a scratch buffer's first dim)");
+            if (i > 2 && !isScratchDim(values[i]))
+              return invalid(values[i], "seqlen_q, seqlen_k, head_dim, "
+                                        "head_dim_v or an integer");
             buffer.dims.push_back(values[i]);
           }
+          if (buffer.dims.empty())
+            return fail(lineNo, "scratch buffer '" + buffer.name +
+                                    "' has no dims (expected batch first)");
           for (const ScratchBuffer &other : manifest.scratch)
             if (other.name == buffer.name)
               return fail(lineNo,
@@ -1101,11 +1117,6 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
               buffer.name != "delta" && buffer.name != "dq_accum")
             return fail(lineNo, "scratch buffer '" + buffer.name +
                                     "' shadows an operand of the op");
-          // Launches of batch chunks take each scratch buffer's rows of
-          // their batches (backwardChunkPointers).
-          if (buffer.dims.empty() || buffer.dims[0] != "batch")
-            return fail(lineNo, "scratch buffer '" + buffer.name +
-                                    "' must have batch as its first dim");
           // delta and dq_accum have one shape the kernels take them in
           // (their memref params and dq_accum's tensor map).
           if (buffer.name == "delta" || buffer.name == "dq_accum") {

@@ -1162,26 +1162,34 @@ static void testBackwardManifestGood() {
     fa::rt::BackwardManifest withEnds;
     std::string text =
         backwardWith("params dq_accum dq", "params dq_accum dq ends");
-    text.insert(text.find("scratch delta"), "scratch ends f32 batch 1\n");
+    text.insert(text.find("scratch delta"), "scratch ends f32 batch 2\n");
     EXPECT_EQ(fa::rt::parseBackwardManifest(text, "b.manifest", withEnds),
               FA_RT_SUCCESS);
     EXPECT_EQ(fa::rt::backwardTensorSizes(withEnds, "ends", shape),
-              (std::vector<int64_t>{16, 1}));
+              (std::vector<int64_t>{16, 2}));
     EXPECT_EQ(fa::rt::backwardTensorSizes(withEnds, "scores", shape),
               std::vector<int64_t>{});
     std::vector<std::pair<std::string, uint64_t>> chunk =
         fa::rt::backwardChunkPointers(withEnds, {{"ends", 0x6000}}, shape, 3);
-    EXPECT_EQ(chunk[0].second, 0x6000u + 3u * 4u);
+    EXPECT_EQ(chunk[0].second, 0x6000u + 3u * 2u * 4u);
+    // The workspace: ends (16 x 2 f32, padded to 256 bytes), then delta and
+    // dq_accum as above.
+    fa::rt::WorkspaceLayout endsLayout;
+    EXPECT_EQ(fa::rt::backwardWorkspaceLayout(withEnds, shape, endsLayout),
+              FA_RT_SUCCESS);
+    EXPECT(endsLayout.offsets ==
+           (std::vector<uint64_t>{0u, 256u, 256u + 6400u}));
     std::vector<uint64_t> params = fa::rt::buildBackwardKernelParams(
         withEnds, withEnds.kernels.size() - 1, shape,
         {{"dq_accum", 0x5000}, {"dq", 0x7000}, {"ends", 0x6000}});
     // dq_accum (3 + 2 x 3), dq (3 + 2 x 3), then ends: 0x6000 twice, offset
-    // 0, sizes 16 1, strides 1 1.
+    // 0, sizes 16 2, strides 2 1.
     EXPECT_EQ(params.size(), 9u + 9u + 7u);
     if (params.size() == 25u) {
       EXPECT_EQ(params[18], 0x6000u);
       EXPECT_EQ(params[21], 16u);
-      EXPECT_EQ(params[22], 1u);
+      EXPECT_EQ(params[22], 2u);
+      EXPECT_EQ(params[23], 2u);
     }
   }
   // 32-bit indices, dynamic batch: chunks of 2^31 - 1 elements of the
@@ -1282,12 +1290,24 @@ static void testBackwardManifestMalformed() {
                         "scratch buffer 'delta' must be 'f32 batch "
                         "seqlen_q' (the shape its kernels take), got 'f32 "
                         "batch'");
-  // Batch chunks take each scratch buffer's rows of their batches.
-  EXPECT_BACKWARD_ERROR(
-      backwardWith("scratch delta f32 batch seqlen_q",
-                   "scratch delta f32 batch seqlen_q\nscratch ends f32 1"),
-      "dir/b.manifest:23: scratch buffer 'ends' must have batch as its "
-      "first dim");
+  // Batch chunks take each scratch buffer's rows of their batches: batch
+  // first and only there; sizes of the op or integers after it.
+  auto withScratch = [](const std::string &line) {
+    return backwardWith("scratch delta f32 batch seqlen_q",
+                        "scratch delta f32 batch seqlen_q\n" + line);
+  };
+  EXPECT_BACKWARD_ERROR(withScratch("scratch ends f32 1"),
+                        "dir/b.manifest:23: invalid value '1' for 'scratch': "
+                        "expected batch (a scratch buffer's first dim)");
+  EXPECT_BACKWARD_ERROR(withScratch("scratch ends f32 batch batch"),
+                        "invalid value 'batch' for 'scratch': expected "
+                        "seqlen_q, seqlen_k, head_dim, head_dim_v or an "
+                        "integer");
+  EXPECT_BACKWARD_ERROR(withScratch("scratch ends f32 batch block_m"),
+                        "invalid value 'block_m' for 'scratch'");
+  EXPECT_BACKWARD_ERROR(withScratch("scratch ends f32"),
+                        "scratch buffer 'ends' has no dims (expected batch "
+                        "first)");
   EXPECT_BACKWARD_ERROR(backwardWith("threads 128", "threads 2048"),
                         "invalid value '2048' for 'threads'");
   EXPECT_BACKWARD_ERROR(

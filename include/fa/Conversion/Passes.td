@@ -437,7 +437,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "`_dkdv` and its two small kernels): +1.5% at T 2k-4k, +-0 at T "
            "8k, 4.5% slower at T 16k (half the blocks of equal length leave "
            "the grid's last wave partly empty; docs/PERFORMANCE.md, "
-           "twenty-sixth run), hence off by default. Other ops ignore it">,
+           "twenty-sixth run), hence off by default. Kernels without the "
+           "producer warpgroup (`backward-producer-warp` false, or `auto` "
+           "where it does not take it: all but top-left causal D = Dv = "
+           "128) and ops without a causal mask ignore it. At D 64 (with "
+           "`backward-producer-warp=true`) ptxas spills 16 bytes of the "
+           "paired `_dkdv`">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -338,7 +338,9 @@ struct WgmmaBackwardShape {
   /// block's first loads do not all wait for DRAM at once (the blocks run
   /// equally long and end in waves). H200, bf16, T 2k-8k: D 128 +3-4%,
   /// D 64 +1-2%. Under causal the blocks differ in length, the guess
-  /// misses, and D 64 lost 3-4%: not there.
+  /// misses, and D 64 lost 3-4%: not there, except with pairsKeyBlocks()
+  /// (blocks of about equal length; the first pass prefetches the second
+  /// pass's own rows, the last the next block's).
   bool prefetchesNextOwn() const {
     return dkdv && tma && (causal == CausalKind::none || pairsKeyBlocks());
   }

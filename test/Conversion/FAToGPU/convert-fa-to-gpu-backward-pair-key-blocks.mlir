@@ -56,9 +56,17 @@
 // CHECK-NEXT: arith.remui %[[RING]], %{{.*}} : index
 // The key loop, then the last tile: it releases its Q stage.
 // CHECK: scf.for %[[TB:.*]] = %{{.*}} to %[[COUNT]] step
+// CHECK-NOT: arith.remui %[[TB]], %c3
 // CHECK: bar.sync $0, 256;
+// The release: stage (ring position mod 3) + 8, the first "empty" barrier
+// of the Q half (2 own + 3 + 3 full barriers before it), parity from the
+// ring position / 3.
 // CHECK: scf.if %[[ANY]]
-// CHECK: %[[LASTRING:.*]] = arith.addi %{{.*}}, %[[SHIFT]] : index
+// CHECK: %[[LASTBAR:.*]] = arith.addi %{{.*}}, %c8_i32{{.*}} : i32
+// CHECK-NEXT: arith.constant 3 : index
+// CHECK-NEXT: %[[LASTRING:.*]] = arith.addi %{{.*}}, %[[SHIFT]] : index
+// CHECK-NEXT: arith.divui %[[LASTRING]], %{{.*}} : index
+// CHECK: arith.muli %[[LASTBAR]], %{{.*}} : i32
 // CHECK: mbarrier.arrive.shared::cta.b64 _, [$0];
 // CHECK-NEXT: scf.yield
 // The pass ends with the consumers' named barrier.
@@ -81,10 +89,33 @@
 // CHECK-NEXT: %[[MORE:.*]] = arith.andi %[[PPASS0]], %[[PHAS]] : i1
 // CHECK: %[[PFIRST:.*]] = arith.divui %{{.*}}, %{{.*}} : index
 // CHECK: %[[PSHIFT:.*]] = arith.subi %{{.*}}, %[[PFIRST]] : index
+// The producer waits for both halves' "empty" barriers (Q: stage + 8, dO:
+// stage + 11), their stage and phase from the ring position.
 // CHECK: scf.if %[[PACTIVE]] {
 // CHECK-NEXT: scf.for %[[PTB:.*]] = %[[PFIRST]] to %{{.*}} step
 // CHECK: %[[PRING:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
-// CHECK-NEXT: arith.remui %[[PRING]], %{{.*}} : index
+// CHECK-NEXT: %[[PSTAGE:.*]] = arith.remui %[[PRING]], %{{.*}} : index
+// CHECK-NEXT: %[[PSTAGE32:.*]] = arith.index_cast %[[PSTAGE]] : index to i32
+// CHECK-NEXT: arith.addi %[[PSTAGE32]], %c8_i32 : i32
+// CHECK: %[[PRING2:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
+// CHECK-NEXT: arith.divui %[[PRING2]], %{{.*}} : index
+// CHECK: mbarrier.try_wait.parity
+// CHECK: %[[PRING3:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
+// CHECK-NEXT: arith.remui %[[PRING3]], %{{.*}} : index
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: arith.addi %{{.*}}, %c11_i32 : i32
+// CHECK: %[[PRING4:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
+// CHECK-NEXT: arith.divui %[[PRING4]], %{{.*}} : index
+// CHECK: mbarrier.try_wait.parity
+// The Q tile's load: its workgroup address from the ring position's stage.
+// CHECK: scf.if
+// CHECK: %[[PRING5:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
+// CHECK-NEXT: arith.constant 3 : index
+// CHECK-NEXT: %[[PSTAGE5:.*]] = arith.remui %[[PRING5]], %{{.*}} : index
+// CHECK-NEXT: arith.index_castui %[[PSTAGE5]] : index to i64
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// No stage from the tile index itself (the dO load's either).
+// CHECK-NOT: arith.remui %[[PTB]], %c3
 // Pass 0 with a partner: the partner's own K and V rows (2 boxes each).
 // CHECK: scf.if %[[MORE]] {
 // CHECK: %[[PROW0:.*]] = arith.muli %[[PPARTNER]], %{{.*}} : index
