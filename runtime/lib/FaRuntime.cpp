@@ -547,8 +547,7 @@ faRtStatus faRtBackwardWorkspaceSize(faRtBackward backward, int64_t batch,
                                "faRtBackwardWorkspaceSize: null argument");
   const fa::rt::BackwardManifest &m = backward->manifest;
   fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
-  if (faRtStatus status =
-          fa::rt::checkChunkedLaunchShape(m.kernelView(0), shape))
+  if (faRtStatus status = fa::rt::checkBackwardChunkedLaunchShape(m, shape))
     return status;
   fa::rt::WorkspaceLayout layout;
   if (faRtStatus status = fa::rt::backwardWorkspaceLayout(m, shape, layout))
@@ -568,9 +567,8 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
   fa::rt::LaunchShape shape{batch, seqlenQ, seqlenK};
   // Batches over the chunk (grid y, 32-bit indices) go in several launches
   // of every kernel.
-  const int64_t step = fa::rt::batchChunk(m.kernelView(0), shape);
-  if (faRtStatus status =
-          fa::rt::checkChunkedLaunchShape(m.kernelView(0), shape))
+  const int64_t step = fa::rt::backwardBatchChunk(m, shape);
+  if (faRtStatus status = fa::rt::checkBackwardChunkedLaunchShape(m, shape))
     return status;
   fa::rt::WorkspaceLayout layout;
   if (faRtStatus status = fa::rt::backwardWorkspaceLayout(m, shape, layout))

@@ -984,6 +984,56 @@ fa::rt::backwardTensorSizes(const BackwardManifest &manifest,
   return sizes;
 }
 
+/// Elements of one batch entry of each scratch buffer.
+static std::vector<std::pair<std::string, int64_t>>
+scratchBatchSpans(const fa::rt::BackwardManifest &manifest,
+                  const fa::rt::LaunchShape &shape) {
+  std::vector<std::pair<std::string, int64_t>> spans;
+  for (const fa::rt::ScratchBuffer &buffer : manifest.scratch) {
+    std::vector<int64_t> sizes =
+        fa::rt::backwardTensorSizes(manifest, buffer.name, shape);
+    int64_t span = 1;
+    for (size_t d = 1; d < sizes.size(); ++d)
+      span = sizes[d] > 0 && span > INT64_MAX / sizes[d] ? INT64_MAX
+                                                         : span * sizes[d];
+    spans.emplace_back(buffer.name, span);
+  }
+  return spans;
+}
+
+int64_t fa::rt::backwardBatchChunk(const BackwardManifest &manifest,
+                                   const LaunchShape &shape) {
+  int64_t step = batchChunk(manifest.kernelView(0), shape);
+  if (manifest.batch != kDynamic || manifest.indexBits != 32)
+    return step;
+  const int64_t limit = (int64_t(1) << 31) - 1;
+  for (const auto &[name, span] : scratchBatchSpans(manifest, shape))
+    if (span > 0)
+      step = std::min(step, std::max<int64_t>(limit / span, 1));
+  return step;
+}
+
+faRtStatus
+fa::rt::checkBackwardChunkedLaunchShape(const BackwardManifest &manifest,
+                                        const LaunchShape &shape) {
+  if (faRtStatus status =
+          checkChunkedLaunchShape(manifest.kernelView(0), shape))
+    return status;
+  if (manifest.indexBits != 32)
+    return FA_RT_SUCCESS;
+  for (const auto &[name, span] : scratchBatchSpans(manifest, shape))
+    if (span > (int64_t(1) << 31) - 1)
+      return reportError(
+          FA_RT_ERROR_SHAPE,
+          "kernel '" + manifest.kernels[0].kernel + "' (" + manifest.path +
+              ") was compiled with 32-bit indices (index_bits 32) and "
+              "takes tensors of fewer than 2^31 elements, got scratch "
+              "buffer " +
+              name + " of " + std::to_string(span) +
+              " elements per batch entry (compile with index-bitwidth=64)");
+  return FA_RT_SUCCESS;
+}
+
 std::string fa::rt::BackwardManifest::ptxPath() const {
   if (!ptx.empty() && ptx[0] == '/')
     return ptx;

@@ -1179,6 +1179,7 @@ static void testBackwardManifestGood() {
               FA_RT_SUCCESS);
     EXPECT(endsLayout.offsets ==
            (std::vector<uint64_t>{0u, 256u, 256u + 6400u}));
+
     std::vector<uint64_t> params = fa::rt::buildBackwardKernelParams(
         withEnds, withEnds.kernels.size() - 1, shape,
         {{"dq_accum", 0x5000}, {"dq", 0x7000}, {"ends", 0x6000}});
@@ -1191,6 +1192,29 @@ static void testBackwardManifestGood() {
       EXPECT_EQ(params[22], 2u);
       EXPECT_EQ(params[23], 2u);
     }
+  }
+  // 32-bit indices: batch chunks also keep each scratch buffer below 2^31
+  // elements (here 100 x 3000 per batch entry, more than q, k, v, o), and
+  // one batch entry of a scratch buffer over the limit is an error.
+  {
+    fa::rt::BackwardManifest big;
+    std::string text = backwardWith("batch 16\nbatch_shape 2 8",
+                                    "batch ?\nbatch_shape ?\nindex_bits 32");
+    text.insert(text.find("scratch delta"),
+                "scratch scores f32 batch seqlen_q seqlen_k\n");
+    EXPECT_EQ(fa::rt::parseBackwardManifest(text, "b.manifest", big),
+              FA_RT_SUCCESS);
+    const int64_t limit = (int64_t(1) << 31) - 1;
+    EXPECT_EQ(fa::rt::backwardBatchChunk(big, {200000, 100, 3000}),
+              limit / (100 * 3000));
+    EXPECT_EQ(fa::rt::batchChunk(big.kernelView(0), {200000, 100, 3000}),
+              limit / (3000 * 64));
+    EXPECT_EQ(fa::rt::checkBackwardChunkedLaunchShape(big, {200000, 100, 3000}),
+              FA_RT_SUCCESS);
+    EXPECT_EQ(fa::rt::checkBackwardChunkedLaunchShape(big, {2, 50000, 50000}),
+              FA_RT_ERROR_SHAPE);
+    EXPECT(contains(faRtGetLastError(), "scratch buffer scores of "
+                                        "2500000000 elements per batch entry"));
   }
   // 32-bit indices, dynamic batch: chunks of 2^31 - 1 elements of the
   // largest tensor (here k, 3000 x 64 per batch entry); the check is of

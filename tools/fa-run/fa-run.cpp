@@ -611,7 +611,7 @@ static int runBackwardMain(Options &options) {
                   : m.seqlenK != fa::rt::kDynamic ? m.seqlenK
                                                   : shape.seqlenQ;
   // As faRtBackwardLaunch checks it: the largest batch chunk it launches.
-  if (fa::rt::checkChunkedLaunchShape(m.kernelView(0), shape))
+  if (fa::rt::checkBackwardChunkedLaunchShape(m, shape))
     return fail(faRtGetLastError());
   if (!options.saveDir.empty()) {
     struct stat info;

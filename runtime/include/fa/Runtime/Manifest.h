@@ -269,6 +269,17 @@ std::vector<int64_t> backwardTensorSizes(const BackwardManifest &manifest,
                                          const std::string &name,
                                          const LaunchShape &shape);
 
+/// batchChunk for a backward launch (its kernels' tensors), also keeping
+/// each scratch buffer's chunk below 2^31 elements with 32-bit indices.
+int64_t backwardBatchChunk(const BackwardManifest &manifest,
+                           const LaunchShape &shape);
+
+/// checkChunkedLaunchShape for a backward launch: also an error when one
+/// batch entry of a scratch buffer spans 2^31 elements or more with
+/// 32-bit indices.
+faRtStatus checkBackwardChunkedLaunchShape(const BackwardManifest &manifest,
+                                           const LaunchShape &shape);
+
 /// Byte offsets of the scratch buffers inside one workspace (each aligned to
 /// 256 bytes) and the workspace's total size.
 struct WorkspaceLayout {
