@@ -122,12 +122,16 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // sees. _dkdv: under causal, from the first query tile holding a query
   // that sees key own0 (query i sees key j when j <= i + offset).
   Value bt = fb.cstIndex(tile);
+  // _dkdv under causal: the first query tile of the key block at `keyRow`.
+  auto causalFirstTile = [&](FragmentBuilder &x, Value keyRow) -> Value {
+    return arith::DivUIOp::create(
+        x.b, x.loc, x.maxS(x.sub(keyRow, causalOffset), c0), bt);
+  };
   Value first = c0, count;
   if (dkdv) {
     count = arith::CeilDivSIOp::create(b, loc, tq, bt);
     if (ks.causal != CausalKind::none)
-      first = arith::DivUIOp::create(
-          b, loc, fb.maxS(fb.sub(own0, causalOffset), c0), bt);
+      first = causalFirstTile(fb, own0);
   } else {
     VisibleKeys keys = visibleKeys(fb, ks.causal, own0, ownRows, tq, tk);
     count = arith::CeilDivSIOp::create(b, loc, keys.kvEnd, bt);
@@ -165,12 +169,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     block = arith::SelectOp::create(x.b, x.loc, second, partner, pair);
     own0 = x.mul(block, x.cstIndex(ownRows));
     warpRow0 = x.add(own0, x.mul(warp, x.cstIndex(16)));
-    first = arith::DivUIOp::create(x.b, x.loc,
-                                   x.maxS(x.sub(own0, causalOffset), c0), bt);
+    first = causalFirstTile(x, own0);
     // Pass 1 starts at ring position max(count - pass 0's first, 0).
-    Value pairFirst = arith::DivUIOp::create(
-        x.b, x.loc,
-        x.maxS(x.sub(x.mul(pair, x.cstIndex(ownRows)), causalOffset), c0), bt);
+    Value pairFirst = causalFirstTile(x, x.mul(pair, x.cstIndex(ownRows)));
     Value ringBase = arith::SelectOp::create(
         x.b, x.loc, second, x.maxS(x.sub(count, pairFirst), c0), c0);
     ringShift = x.sub(ringBase, first);
