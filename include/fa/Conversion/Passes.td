@@ -547,6 +547,9 @@ def FAExportKernels : Pass<"fa-export-kernels", "::mlir::ModuleOp"> {
     error, and so is a kernel whose manifest lists `tensor_map` lines while
     its PTX entry does not take that many by-value 128-byte parameters
     (`fa-lower-tensor-map-params` was left out of a hand-built pipeline).
+    A module without recorded kernels is an error too: at an `fa` op still
+    in it (convert-fa-to-gpu has not run), else at the module (no
+    attention to compile).
   }];
   let options = [
     Option<"outputDir", "output-dir", "std::string", /*default=*/"\"\"",

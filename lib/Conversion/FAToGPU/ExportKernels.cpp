@@ -227,11 +227,30 @@ struct FAExportKernelsPass
     ModuleOp module = getOperation();
     auto manifests = module->getAttrOfType<DictionaryAttr>(kManifestsAttrName);
     if (!manifests || manifests.empty()) {
+      // An fa op that convert-fa-to-gpu has not turned into kernels: name
+      // it and the missing step.
+      Operation *unconverted = nullptr;
+      module.walk([&](Operation *op) {
+        if (op->getDialect() && op->getDialect()->getNamespace() == "fa") {
+          unconverted = op;
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (unconverted) {
+        unconverted->emitOpError()
+            << "has no kernels yet: fa-export-kernels writes the kernels "
+               "that convert-fa-to-gpu recorded in '"
+            << kManifestsAttrName
+            << "'; run convert-fa-to-gpu first (fa-to-ptx runs both)";
+        return signalPassFailure();
+      }
       // A file with no attention: say so at the module, without dumping it.
       mlir::emitError(module.getLoc())
-          << "no fa.attention in the input: nothing to compile (fa-to-ptx "
-             "turns each fa.attention into a kernel; fa-export-kernels reads "
-             "the kernels that convert-fa-to-gpu recorded in '"
+          << "no fa.attention or fa.attention_backward in the input: nothing "
+             "to compile (fa-to-ptx turns each into kernels; "
+             "fa-export-kernels reads the kernels that convert-fa-to-gpu "
+             "recorded in '"
           << kManifestsAttrName << "')";
       return signalPassFailure();
     }
