@@ -173,7 +173,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     default); for the tensor-core kernel, `block-m` a multiple of
     `16 * num-warps` of at most `64 * num-warps`, `block-n` a multiple of
     16, and the tiles within `max-shared-bytes` (fa-to-ptx sets it from the
-    chip). `num-warps` in [1, 16]. Two ops whose kernel names coincide
+    chip). `num-warps` in [1, 16]. Options of a kernel family the others
+    do not take are errors at the module: `wgmma` without `tensor-cores`,
+    `tma` without `wgmma`, and `producer-warp`, `pingpong` or
+    `tiles-per-block=2` without `tma`. Two ops whose kernel names coincide
     (function names that differ only in characters that become '_') are an
     error. The default block shapes of head dims 64 and 128 (and, on
     sm_90a, of every D and Dv in {32, 64, 128}) assemble without register

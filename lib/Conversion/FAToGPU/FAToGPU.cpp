@@ -167,10 +167,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   // Dv / 2) and the P operands (block_n / 4) must leave some 16 for
   // addresses and the softmax state, or ptxas cannot assemble the kernel.
   // With the producer warpgroup, the consumers get what setmaxnreg gives.
-  if ((producerWarp || options.pingpong) && !options.tma)
-    return op.emitOpError("the wgmma kernel's producer warpgroup and "
-                          "pingpong scheduling need its TMA loads (tma = "
-                          "true)");
+  // (producer-warp and pingpong without tma: rejected by the pass.)
   if (options.pingpong && !options.producerWarp)
     return op.emitOpError("pingpong scheduling needs the producer "
                           "warpgroup (producer-warp = true): the consumer "
@@ -979,6 +976,28 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
       return signalPassFailure();
     }
     options.indexBitwidth = indexBitwidth;
+    // Options of a kernel family that the chosen family does not take are
+    // errors (as in fa-to-ptx), not silently ignored: wgmma kernels are
+    // tensor-core kernels, and only they load by TMA, which the producer
+    // warpgroup needs.
+    auto requires = [&](bool given, StringRef option, bool needed,
+                        StringRef need) {
+      if (!given || needed)
+        return false;
+      emitError(module.getLoc(), "convert-fa-to-gpu: ")
+          << option << " needs " << need;
+      return true;
+    };
+    if (requires(options.wgmma, "wgmma=true", options.tensorCores,
+                 "tensor-cores=true (the wgmma kernels are tensor-core "
+                 "kernels)") ||
+        requires(options.tma, "tma=true", options.wgmma,
+                 "the wgmma kernels (wgmma=true)") ||
+        requires(options.producerWarp || options.pingpong ||
+                     options.tilesPerBlock == 2,
+                 "producer-warp, pingpong or tiles-per-block=2", options.tma,
+                 "the TMA wgmma kernels (wgmma=true tma=true)"))
+      return signalPassFailure();
     if (options.maxSharedBytes < 1) {
       emitError(module.getLoc(), "convert-fa-to-gpu: expected a positive "
                                  "max-shared-bytes (bytes of workgroup "

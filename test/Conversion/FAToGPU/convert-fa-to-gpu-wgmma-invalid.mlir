@@ -9,12 +9,20 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 num-warps=16 block-n=256" 2>&1 | FileCheck %s --check-prefix=REGS
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=65536" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 num-warps=16 block-n=128" 2>&1 | FileCheck %s --check-prefix=REGSPRODUCER
-// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 producer-warp=1" 2>&1 | FileCheck %s --check-prefix=PRODUCERTMA
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 pingpong=1" 2>&1 | FileCheck %s --check-prefix=PINGPONG
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 pingpong=1 num-warps=4" 2>&1 | FileCheck %s --check-prefix=PINGPONG4
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=3" 2>&1 | FileCheck %s --check-prefix=TILES3
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=-1" 2>&1 | FileCheck %s --check-prefix=TILESNEG
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=TILESPRODUCER
+// Options of the wgmma kernels without them are errors, not ignored.
+// RUN: not fa-opt %s -convert-fa-to-gpu="wgmma=1" 2>&1 | FileCheck %s --check-prefix=NOTC
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 tma=1" 2>&1 | FileCheck %s --check-prefix=NOWGMMA
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 producer-warp=1" 2>&1 | FileCheck %s --check-prefix=NOTMA
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 pingpong=1" 2>&1 | FileCheck %s --check-prefix=NOTMA
+// RUN: not fa-opt %s -convert-fa-to-gpu="tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=NOTMA
+// NOTC: error: convert-fa-to-gpu: wgmma=true needs tensor-cores=true (the wgmma kernels are tensor-core kernels)
+// NOWGMMA: error: convert-fa-to-gpu: tma=true needs the wgmma kernels (wgmma=true)
+// NOTMA: error: convert-fa-to-gpu: producer-warp, pingpong or tiles-per-block=2 needs the TMA wgmma kernels (wgmma=true tma=true)
 // The value is checked even where no op takes the wgmma kernel.
 // RUN: not fa-opt %s -convert-fa-to-gpu="tiles-per-block=3" 2>&1 | FileCheck %s --check-prefix=TILES3
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=2 block-n=128 stages=3 max-shared-bytes=232448" 2>&1 | FileCheck %s --check-prefix=TILESSMEM
@@ -28,7 +36,7 @@
 // TILESNEG: error: convert-fa-to-gpu: expected tiles-per-block 1 or 2, or 0 for the kernel's choice, got -1
 // TILESSMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 128, 3 K/V stages, two Q buffers for tiles-per-block = 2) take 262256 bytes of workgroup memory
 // TILESPRODUCER: error: 'fa.attention' op two query tiles per block (tiles-per-block = 2) need the producer warpgroup (producer-warp = true) without pingpong scheduling
-// WARPS: :[[@LINE+16]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
+// WARPS: :[[@LINE+15]]:8: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 6 and block-m = 96
 // BLOCKM: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got num-warps = 8 and block-m = 64
 // DERIVED: error: 'fa.attention' op the wgmma kernel expects one to four warpgroups of 64 query rows: num-warps 4, 8, 12 or 16 and block-m = 16 x num-warps, got block-m = 512 (num-warps not given: block-m / 16 = 32)
 // BLOCKN: error: 'fa.attention' op the wgmma kernel expects block-n to be a multiple of 16 of at most 256, got 24
@@ -37,7 +45,6 @@
 // NODEFAULT: error: 'fa.attention' op the wgmma kernel has no default block-n (128, 64 or 32) whose K/V tile splits evenly over num-warps = 12 (head dims 128 and 128); give block-n
 // REGS: error: 'fa.attention' op the wgmma kernel's accumulators (block-n = 256, Dv = 128: 256 registers per thread) do not fit the 112 a thread of a 512-thread block can give them; use a smaller block-n or fewer warps
 // REGSPRODUCER: error: 'fa.attention' op the wgmma kernel's accumulators (block-n = 128, Dv = 128: 160 registers per thread) do not fit the 96 a thread of a 640-thread block can give them; use a smaller block-n or fewer warps
-// PRODUCERTMA: error: 'fa.attention' op the wgmma kernel's producer warpgroup and pingpong scheduling need its TMA loads (tma = true)
 // PINGPONG: error: 'fa.attention' op pingpong scheduling needs the producer warpgroup (producer-warp = true): the consumer warpgroups must not share a block barrier
 // PINGPONG4: error: 'fa.attention' op pingpong scheduling needs two or more consumer warpgroups (num-warps 8, 12 or 16), got num-warps = 4
 // SMEM: error: 'fa.attention' op the wgmma kernel's tiles (block-m = 128, block-n = 32, 2 K/V stages) take 70656 bytes of workgroup memory, over the 65536 bytes a block may use (max-shared-bytes; fa-to-ptx sets it from the chip)
