@@ -400,8 +400,10 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "kernels keep 64-bit indices: the mma.sync ones "
            "(convert-nvgpu-to-nvvm lowers their nvgpu ops' memrefs with "
            "64-bit indices whatever the data layout says), the cp.async "
-           "wgmma ones (not checked with 32) and the scalar ones. Other "
-           "values: an error (on the module)">,
+           "wgmma ones (not checked with 32) and the scalar ones. With 64 "
+           "bits a static shape of 2^60 elements or more (byte offsets past "
+           "64 bits) is an error on the op. Other values: an error (on the "
+           "module)">,
     Option<"backwardProducerWarp", "backward-producer-warp", "std::string",
            /*default=*/"\"false\"",
            "fa.attention_backward on the TMA wgmma kernels with dq atomics "

@@ -23,7 +23,7 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
-/// A tensor operand or result whose static dims multiply to 2^31 or more.
+/// A tensor operand or result whose static dims multiply to a limit or more.
 struct OversizedTensor {
   StringRef what; // "operand" or "result"
   unsigned number;
@@ -32,8 +32,9 @@ struct OversizedTensor {
 } // namespace
 
 /// The first tensor operand or result of `op` whose static dims multiply to
-/// 2^31 elements or more (dynamic dims count as 1), if any.
-static std::optional<OversizedTensor> findOversizedTensor(Operation *op) {
+/// `limit` elements or more (dynamic dims count as 1), if any.
+static std::optional<OversizedTensor>
+findOversizedTensor(Operation *op, uint64_t limit = uint64_t(1) << 31) {
   auto elementsOf = [](Value value) -> uint64_t {
     auto type = dyn_cast<ShapedType>(value.getType());
     if (!type || !type.hasRank())
@@ -45,7 +46,6 @@ static std::optional<OversizedTensor> findOversizedTensor(Operation *op) {
             llvm::SaturatingMultiply(elements, static_cast<uint64_t>(size));
     return elements;
   };
-  const uint64_t limit = uint64_t(1) << 31;
   for (OpOperand &operand : op->getOpOperands())
     if (uint64_t n = elementsOf(operand.get()); n >= limit)
       return OversizedTensor{"operand", operand.getOperandNumber(), n};
@@ -61,12 +61,23 @@ bool gpukernel::hasOversizedTensor(Operation *op) {
 
 /// With 32-bit indices, every element offset a kernel computes must fit in
 /// an i32: rejects `op` when a tensor operand or result has static
-/// dimensions whose product is 2^31 or more. Dynamic dimensions are the
-/// runtime's check.
+/// dimensions whose product is 2^31 or more. With 64-bit indices, byte
+/// offsets (up to 8 bytes an element) must fit in an i64: 2^60 elements.
+/// Dynamic dimensions are the runtime's check.
 LogicalResult gpukernel::checkIndexBitwidth(Operation *op,
                                             int64_t indexBitwidth) {
-  if (indexBitwidth == 64)
-    return success();
+  if (indexBitwidth == 64) {
+    std::optional<OversizedTensor> tensor =
+        findOversizedTensor(op, uint64_t(1) << 60);
+    if (!tensor)
+      return success();
+    return op->emitOpError("expected fewer than 2^60 elements in each "
+                           "tensor (byte offsets in 64 bits), but ")
+           << tensor->what << " #" << tensor->number << " has "
+           << (tensor->elements == std::numeric_limits<uint64_t>::max()
+                   ? std::string("2^64 or more")
+                   : std::to_string(tensor->elements));
+  }
   std::optional<OversizedTensor> tensor = findOversizedTensor(op);
   if (!tensor)
     return success();
