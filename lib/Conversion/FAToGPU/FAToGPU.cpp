@@ -980,23 +980,23 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     // errors (as in fa-to-ptx), not silently ignored: wgmma kernels are
     // tensor-core kernels, and only they load by TMA, which the producer
     // warpgroup needs.
-    auto requires = [&](bool given, StringRef option, bool needed,
-                        StringRef need) {
+    auto needs = [&](bool given, StringRef option, bool needed,
+                     StringRef need) {
       if (!given || needed)
         return false;
       emitError(module.getLoc(), "convert-fa-to-gpu: ")
           << option << " needs " << need;
       return true;
     };
-    if (requires(options.wgmma, "wgmma=true", options.tensorCores,
-                 "tensor-cores=true (the wgmma kernels are tensor-core "
-                 "kernels)") ||
-        requires(options.tma, "tma=true", options.wgmma,
-                 "the wgmma kernels (wgmma=true)") ||
-        requires(options.producerWarp || options.pingpong ||
-                     options.tilesPerBlock == 2,
-                 "producer-warp, pingpong or tiles-per-block=2", options.tma,
-                 "the TMA wgmma kernels (wgmma=true tma=true)"))
+    if (needs(options.wgmma, "wgmma=true", options.tensorCores,
+              "tensor-cores=true (the wgmma kernels are tensor-core "
+              "kernels)") ||
+        needs(options.tma, "tma=true", options.wgmma,
+              "the wgmma kernels (wgmma=true)") ||
+        needs(options.producerWarp || options.pingpong ||
+                  options.tilesPerBlock == 2,
+              "producer-warp, pingpong or tiles-per-block=2", options.tma,
+              "the TMA wgmma kernels (wgmma=true tma=true)"))
       return signalPassFailure();
     if (options.maxSharedBytes < 1) {
       emitError(module.getLoc(), "convert-fa-to-gpu: expected a positive "
