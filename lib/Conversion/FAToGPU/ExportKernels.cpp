@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Conversion/FAToGPU/FAToGPU.h"
+#include "fa/Dialect/FA/IR/FA.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -231,7 +232,7 @@ struct FAExportKernelsPass
       // it and the missing step.
       Operation *unconverted = nullptr;
       module.walk([&](Operation *op) {
-        if (op->getDialect() && op->getDialect()->getNamespace() == "fa") {
+        if (isa_and_nonnull<FADialect>(op->getDialect())) {
           unconverted = op;
           return WalkResult::interrupt();
         }

@@ -66,30 +66,24 @@ bool gpukernel::hasOversizedTensor(Operation *op) {
 /// Dynamic dimensions are the runtime's check.
 LogicalResult gpukernel::checkIndexBitwidth(Operation *op,
                                             int64_t indexBitwidth) {
-  if (indexBitwidth == 64) {
-    std::optional<OversizedTensor> tensor =
-        findOversizedTensor(op, uint64_t(1) << 60);
-    if (!tensor)
-      return success();
-    return op->emitOpError("expected fewer than 2^60 elements in each "
-                           "tensor (byte offsets in 64 bits), but ")
-           << tensor->what << " #" << tensor->number << " has "
-           << (tensor->elements == std::numeric_limits<uint64_t>::max()
-                   ? std::string("2^64 or more")
-                   : std::to_string(tensor->elements));
-  }
-  std::optional<OversizedTensor> tensor = findOversizedTensor(op);
+  const bool narrow = indexBitwidth != 64;
+  std::optional<OversizedTensor> tensor =
+      findOversizedTensor(op, uint64_t(1) << (narrow ? 31 : 60));
   if (!tensor)
     return success();
-  InFlightDiagnostic diag =
-      op->emitOpError("expected fewer than 2^31 elements in each tensor with "
-                      "index-bitwidth=32, but ");
+  InFlightDiagnostic diag = op->emitOpError(
+      narrow ? "expected fewer than 2^31 elements in each tensor with "
+               "index-bitwidth=32, but "
+             : "expected fewer than 2^60 elements in each tensor (byte "
+               "offsets in 64 bits), but ");
   diag << tensor->what << " #" << tensor->number << " has ";
   if (tensor->elements == std::numeric_limits<uint64_t>::max())
     diag << "2^64 or more";
   else
     diag << tensor->elements;
-  return diag << " (compile it with index-bitwidth=64)";
+  if (narrow)
+    diag << " (compile it with index-bitwidth=64)";
+  return diag;
 }
 
 /// Gives the kernel of `kernels` `index` values of `indexBitwidth` bits
