@@ -474,22 +474,23 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     SmallVector<Value> pRegs;
   };
   auto softmax = [&](FragmentBuilder &x, ArrayRef<Value> sAcc, Value jb,
-                     ArrayRef<Value> m, ArrayRef<Value> l) {
+                     ArrayRef<Value> m, ArrayRef<Value> l, bool masked = true) {
     Value j0 = x.mul(jb, x.cstIndex(blockN));
     SmallVector<SmallVector<Value>> s(1);
     s[0] = toTiles(x, sAcc);
     Value scaleC = scoreFactor(x, s, ks.scale);
-    maskScoreBlock(
-        x, s, ks.causal, j0, blockN, tk, warpRow0, causalOffset, t2,
-        [&](FragmentBuilder &y, int64_t, int64_t h) { return rowOf(y, h); },
-        // bottom_right's offset Tk - Tq through inline PTX in the masked
-        // branch: hoisted row limits would spill the 12-warp D 64 kernel.
-        [](FragmentBuilder &y, Value v) -> Value {
-          if (matchPattern(v, m_Constant()))
-            return v;
-          return arith::IndexCastOp::create(y.b, y.loc, y.b.getIndexType(),
-                                            inLoop(y, toI32(y, v)));
-        });
+    if (masked)
+      maskScoreBlock(
+          x, s, ks.causal, j0, blockN, tk, warpRow0, causalOffset, t2,
+          [&](FragmentBuilder &y, int64_t, int64_t h) { return rowOf(y, h); },
+          // bottom_right's offset Tk - Tq through inline PTX in the masked
+          // branch: hoisted row limits would spill the 12-warp D 64 kernel.
+          [](FragmentBuilder &y, Value v) -> Value {
+            if (matchPattern(v, m_Constant()))
+              return v;
+            return arith::IndexCastOp::create(y.b, y.loc, y.b.getIndexType(),
+                                              inLoop(y, toI32(y, v)));
+          });
     Softmax r{onlineSoftmaxStep(x, s, m, l, scaleC), {}};
     r.pRegs = packARegisters(x, r.step.p[0]);
     return r;
@@ -773,66 +774,85 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       loopInit = prologue.getResults();
     }
 
-    return scf::ForOp::create(
-        b, loc, c1, numKeyBlocks, c1, loopInit,
-        [&](OpBuilder &lb, Location ll, Value jb, ValueRange carried) {
-          FragmentBuilder x(lb, ll, ks.elt);
-          SmallVector<Value> acc(carried.begin(), carried.begin() + mBase);
-          SmallVector<Value> m(carried.begin() + mBase,
-                               carried.begin() + lBase);
-          SmallVector<Value> l(carried.begin() + lBase,
-                               carried.begin() + pBase);
-          SmallVector<Value> pPrev(carried.begin() + pBase, carried.end());
+    // The key blocks that need no mask for any row of the block (below the
+    // one holding key Tk - 1 when Tk is not a multiple of block-n, and
+    // under causal below the first that reaches past the diagonal of the
+    // block's first row) run in a loop without the mask code, the others
+    // in a second loop with it: ptxas if-converts the masked branch, which
+    // in one loop cost every key block its compares and selects (bf16 D
+    // 128 without a mask: 82 selects per iteration). The split is the
+    // block's, so every warpgroup (pingpong) runs the same iterations.
+    Value maskStart = arith::DivSIOp::create(b, loc, tk, fb.cstIndex(blockN));
+    if (ks.causal != CausalKind::none)
+      maskStart = fb.minS(
+          maskStart, fb.maxS(arith::FloorDivSIOp::create(
+                                 b, loc, fb.add(fb.add(i0, causalOffset), c1),
+                                 fb.cstIndex(blockN)),
+                             c0));
+    Value split = fb.minS(fb.maxS(maskStart, c1), numKeyBlocks);
+    auto keyLoopBody = [&](bool masked) {
+      return [&, masked](OpBuilder &lb, Location ll, Value jb,
+                         ValueRange carried) {
+        FragmentBuilder x(lb, ll, ks.elt);
+        SmallVector<Value> acc(carried.begin(), carried.begin() + mBase);
+        SmallVector<Value> m(carried.begin() + mBase, carried.begin() + lBase);
+        SmallVector<Value> l(carried.begin() + lBase, carried.begin() + pBase);
+        SmallVector<Value> pPrev(carried.begin() + pBase, carried.end());
 
-          // K_j and V_{j-1} landed (V_j, K_{j+1}, V_{j+1} may be in flight);
-          // every warpgroup is done with S_{j-1}, so K_{j+s-1} may replace
-          // K_{j-1}. (TMA: the last iteration's barrier came after every
-          // warpgroup's wait for S_{j-1}; each tile is waited for on its
-          // barrier just before its product.)
-          Value ahead = x.add(jb, x.cstIndex(stages - 1));
-          if (!ks.tma)
-            landCopies(x, 2 * stages - 3);
-          if (!producer)
-            loadTile(x, ahead, /*isV=*/false);
+        // K_j and V_{j-1} landed (V_j, K_{j+1}, V_{j+1} may be in flight);
+        // every warpgroup is done with S_{j-1}, so K_{j+s-1} may replace
+        // K_{j-1}. (TMA: the last iteration's barrier came after every
+        // warpgroup's wait for S_{j-1}; each tile is waited for on its
+        // barrier just before its product.)
+        Value ahead = x.add(jb, x.cstIndex(stages - 1));
+        if (!ks.tma)
+          landCopies(x, 2 * stages - 3);
+        if (!producer)
+          loadTile(x, ahead, /*isV=*/false);
 
-          // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
-          // softmax while the P V group is on the tensor cores. (Producer
-          // warp: both tiles are waited for before the turn is taken, and
-          // each stage is released once its product is done.)
-          if (ks.tma)
-            waitStage(x, jb, /*isV=*/false);
-          if (producer)
-            waitStage(x, x.sub(jb, c1), /*isV=*/true);
-          takeTurn(x);
-          SmallVector<Value> sAcc = issueS(x, jb);
-          if (ks.tma && !producer)
-            waitStage(x, x.sub(jb, c1), /*isV=*/true);
-          SmallVector<Value> oAcc =
-              issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
-          passTurn(x);
-          sAcc = wgmmaWait(x, 1, sAcc);
-          releaseStage(x, jb, /*isV=*/false);
-          Softmax sm = softmax(x, sAcc, jb, m, l);
-          oAcc = wgmmaWait(x, 0, oAcc);
-          releaseStage(x, x.sub(jb, c1), /*isV=*/true);
-          SmallVector<Value> newAcc = toTiles(x, oAcc);
+        // S_j first, then P_{j-1} V_{j-1}; wait for S_j only and run its
+        // softmax while the P V group is on the tensor cores. (Producer
+        // warp: both tiles are waited for before the turn is taken, and
+        // each stage is released once its product is done.)
+        if (ks.tma)
+          waitStage(x, jb, /*isV=*/false);
+        if (producer)
+          waitStage(x, x.sub(jb, c1), /*isV=*/true);
+        takeTurn(x);
+        SmallVector<Value> sAcc = issueS(x, jb);
+        if (ks.tma && !producer)
+          waitStage(x, x.sub(jb, c1), /*isV=*/true);
+        SmallVector<Value> oAcc =
+            issuePV(x, toScalars(x, acc), pPrev, x.sub(jb, c1));
+        passTurn(x);
+        sAcc = wgmmaWait(x, 1, sAcc);
+        releaseStage(x, jb, /*isV=*/false);
+        Softmax sm = softmax(x, sAcc, jb, m, l, masked);
+        oAcc = wgmmaWait(x, 0, oAcc);
+        releaseStage(x, x.sub(jb, c1), /*isV=*/true);
+        SmallVector<Value> newAcc = toTiles(x, oAcc);
 
-          // O *= alpha_j where some row's max moved (else alpha = 1).
-          rescaleIfMaxMoved(x, sm.step.anyMaxChanged, newAcc, oTiles,
-                            sm.step.alphas);
+        // O *= alpha_j where some row's max moved (else alpha = 1).
+        rescaleIfMaxMoved(x, sm.step.anyMaxChanged, newAcc, oTiles,
+                          sm.step.alphas);
 
-          // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
-          if (!producer) {
-            gpu::BarrierOp::create(lb, ll);
-            loadTile(x, ahead, /*isV=*/true);
-          }
+        // Every warpgroup is done with V_{j-1}: V_{j+s-1} replaces it.
+        if (!producer) {
+          gpu::BarrierOp::create(lb, ll);
+          loadTile(x, ahead, /*isV=*/true);
+        }
 
-          SmallVector<Value> yielded = newAcc;
-          llvm::append_range(yielded, sm.step.m);
-          llvm::append_range(yielded, sm.step.l);
-          llvm::append_range(yielded, sm.pRegs);
-          scf::YieldOp::create(lb, ll, yielded);
-        });
+        SmallVector<Value> yielded = newAcc;
+        llvm::append_range(yielded, sm.step.m);
+        llvm::append_range(yielded, sm.step.l);
+        llvm::append_range(yielded, sm.pRegs);
+        scf::YieldOp::create(lb, ll, yielded);
+      };
+    };
+    auto unmasked =
+        scf::ForOp::create(b, loc, c1, split, c1, loopInit, keyLoopBody(false));
+    return scf::ForOp::create(b, loc, split, numKeyBlocks, c1,
+                              unmasked.getResults(), keyLoopBody(true));
   };
 
   // The last block's P V (when any block was visited): the final O tiles.
