@@ -198,7 +198,10 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER-COUNT-4: "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.+}}, %[[ARRIVALS32]]
 // PRODUCER: gpu.barrier
 // PRODUCER-NOT: gpu.barrier
-// PRODUCER: %[[PRODUCERS:.+]] = arith.cmpi uge, %{{.+}}, %c256
+// The roles from the warp index through shfl.sync (warp-uniform: warps 8
+// on are the producer's).
+// PRODUCER: %[[WARP:.+]] = llvm.inline_asm {{.*}}"shfl.sync.idx.b32 $0, $1, 0, 31, -1;"
+// PRODUCER: %[[PRODUCERS:.+]] = arith.cmpi uge, %[[WARP]], %c8_i32
 // PRODUCER: scf.if %[[PRODUCERS]] {
 // PRODUCER-NEXT: "setmaxnreg.dec.sync.aligned.u32 24;"
 // PRODUCER: %c32768_i32
@@ -209,7 +212,7 @@ func.func @bf16_d64(%q: tensor<2x200x64xbf16>, %k: tensor<2x300x64xbf16>, %v: te
 // PRODUCER: arith.xori %{{.+}}, %c1_i32
 // PRODUCER-NEXT: mbarrier.try_wait.parity
 // PRODUCER: cp.async.bulk.tensor.3d
-// PRODUCER: %[[CONSUMERS:.+]] = arith.cmpi ult, %{{.+}}, %c256
+// PRODUCER: %[[CONSUMERS:.+]] = arith.cmpi ult, %{{.+}}, %c8_i32{{.*}} : i32
 // PRODUCER: scf.if %[[CONSUMERS]] {
 // PRODUCER-NEXT: "setmaxnreg.inc.sync.aligned.u32 240;"
 // A consumer warpgroup whose first row (64 x (tid / 128) into the block)
