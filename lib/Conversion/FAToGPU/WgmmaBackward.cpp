@@ -630,7 +630,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   scf::IfOp consumers;
   auto buildProducer = [&]() {
     scf::IfOp producers = openWarpgroupRole(fb, ids.tid, threads,
-                                            /*producerRole=*/true, reallocate);
+                                            /*producerRole=*/true, reallocate,
+                                            /*warpUniform=*/false);
     Value issuer =
         fb.cmpI(arith::CmpIPredicate::eq, ids.tid, fb.cstIndex(threads));
     scf::ForOp passLoop = openPassLoop();
@@ -684,7 +685,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   };
   if (producer) {
     consumers = openWarpgroupRole(fb, ids.tid, threads,
-                                  /*producerRole=*/false, reallocate);
+                                  /*producerRole=*/false, reallocate,
+                                  /*warpUniform=*/false);
   }
   scf::ForOp consumerPasses = openPassLoop();
   // Paired: LLVM would hoist the prologue's and the last tile's descriptors

@@ -539,7 +539,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     scf::IfOp producers;
     if (producer) {
       producers = openWarpgroupRole(fb, ids.tid, threads,
-                                    /*producerRole=*/true, reallocate);
+                                    /*producerRole=*/true, reallocate,
+                                    /*warpUniform=*/true);
     }
     // The issuing thread: thread 0, or thread 0 of the producer warpgroup.
     Value issuer = producer ? fb.cmpI(arith::CmpIPredicate::eq, ids.tid,
@@ -655,7 +656,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   scf::IfOp consumers;
   if (producer) {
     consumers = openWarpgroupRole(fb, ids.tid, threads,
-                                  /*producerRole=*/false, reallocate);
+                                  /*producerRole=*/false, reallocate,
+                                  /*warpUniform=*/true);
     // A warpgroup whose rows all lie past Tq exits here (the "empty"
     // barriers do not count it). The indices are read again, as in the
     // epilogue, so that the test extends no live range of the kernel's

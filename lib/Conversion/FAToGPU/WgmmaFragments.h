@@ -119,23 +119,29 @@ inline Value readSpecialRegister(FragmentBuilder &x, StringRef reg) {
 /// consumerRegisters(consumerThreads / 32) (FlashAttention-3, Section 3.1).
 inline scf::IfOp openWarpgroupRole(FragmentBuilder &x, Value tid,
                                    int64_t consumerThreads, bool producerRole,
-                                   bool reallocate) {
-  // The role from the warp index through shfl.sync (warp-uniform for
-  // ptxas): the branch is uniform, so more of the role's uniform values
-  // (wgmma descriptors) stay in uniform registers (bf16 D 128 loop
-  // iterations: forward 551 -> 538 SASS instructions without a mask, 486
-  // -> 473 causal; causal _dkdv 508 -> 501).
-  Type i32 = x.b.getI32Type();
-  Value warp = inlinePtx(
-      x, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", {i32},
-      ValueRange{arith::ShRUIOp::create(
-          x.b, x.loc, arith::IndexCastUIOp::create(x.b, x.loc, i32, tid),
-          arith::ConstantIntOp::create(x.b, x.loc, i32, 5))})[0];
-  Value cond = arith::CmpIOp::create(
-      x.b, x.loc,
-      producerRole ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ult,
-      warp,
-      arith::ConstantIntOp::create(x.b, x.loc, i32, consumerThreads / 32));
+                                   bool reallocate, bool warpUniform) {
+  // With warpUniform, the role comes from the warp index through shfl.sync
+  // (warp-uniform for ptxas): the branch is uniform, so more of the role's
+  // uniform values (wgmma descriptors) stay in uniform registers (bf16 D 128
+  // forward loop iterations: 551 -> 538 SASS instructions without a mask,
+  // 486 -> 473 causal). The backward tests the thread index: there the shfl
+  // form made the 64-bit-index causal _dkdv spill 4 bytes.
+  auto pred =
+      producerRole ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ult;
+  Value cond;
+  if (warpUniform) {
+    Type i32 = x.b.getI32Type();
+    Value warp = inlinePtx(
+        x, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", {i32},
+        ValueRange{arith::ShRUIOp::create(
+            x.b, x.loc, arith::IndexCastUIOp::create(x.b, x.loc, i32, tid),
+            arith::ConstantIntOp::create(x.b, x.loc, i32, 5))})[0];
+    cond = arith::CmpIOp::create(
+        x.b, x.loc, pred, warp,
+        arith::ConstantIntOp::create(x.b, x.loc, i32, consumerThreads / 32));
+  } else {
+    cond = x.cmpI(pred, tid, x.cstIndex(consumerThreads));
+  }
   auto role = scf::IfOp::create(x.b, x.loc, cond, /*withElseRegion=*/false);
   x.b.setInsertionPoint(role.thenBlock()->getTerminator());
   if (reallocate)

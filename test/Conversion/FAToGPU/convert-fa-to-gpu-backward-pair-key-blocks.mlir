@@ -96,7 +96,7 @@
 // CHECK: %[[PRING:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
 // CHECK-NEXT: %[[PSTAGE:.*]] = arith.remui %[[PRING]], %{{.*}} : index
 // CHECK-NEXT: %[[PSTAGE32:.*]] = arith.index_cast %[[PSTAGE]] : index to i32
-// CHECK-NEXT: arith.addi %[[PSTAGE32]], %c8_i32{{.*}} : i32
+// CHECK-NEXT: arith.addi %[[PSTAGE32]], %c8_i32 : i32
 // CHECK: %[[PRING2:.*]] = arith.addi %[[PTB]], %[[PSHIFT]] : index
 // CHECK-NEXT: arith.divui %[[PRING2]], %{{.*}} : index
 // CHECK: mbarrier.try_wait.parity
