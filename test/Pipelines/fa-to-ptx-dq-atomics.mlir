@@ -3,11 +3,14 @@
 // it for dK += dS^T Q and for dQ = dS K (64-query tiles at D 128: wgmma
 // with A and B transposed, M = 64 queries, N = head dim split over the
 // warpgroups; 128-query tiles at D 64: one M block per warpgroup), and
-// adds scale * dQ into the f32 dq_accum scratch: with TMA (the default),
-// each warp stages its 16 rows in 128-byte-swizzled boxes of 32 f32 x 16
-// rows and one lane adds them with cp.reduce.async.bulk.tensor (dq_accum's
-// tensor map is the kernel's fifth); with tma=false, red.global.add.v2.f32
-// (adjacent head-dim pairs). With 32-query tiles (tma=false and
+// adds dQ into the f32 dq_accum scratch: with TMA (the default), each warp
+// stages its 16 rows and one lane adds them with cp.reduce.async.bulk.tensor
+// (dq_accum's tensor map is the kernel's fifth): scale * dQ in
+// 128-byte-swizzled boxes of 32 f32 x 16 rows, or, with the producer
+// warpgroup (D 128 causal), dQ in one unswizzled box per product with each
+// row's n8 blocks in fragment order (_dq_convert scales and reorders); with
+// tma=false, scale * dQ by red.global.add.v2.f32 (adjacent head-dim
+// pairs). With 32-query tiles (tma=false and
 // num-warps=4 at D 128, whose 64-query tiles do not fit the registers)
 // dQ^T = K^T dS^T instead (M = 64 head-dim rows, N = queries), one
 // red.global.add.f32 per value. _dq_convert (8 elements per lane) replaces _dq; _delta zeroes
@@ -23,6 +26,8 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/da_bf16_d128_causal_attention_backward_0.ptx
 // RUN: FileCheck %s --check-prefix=ROT < %t/da_f16_d64_attention_backward_0.ptx
 // RUN: FileCheck %s --check-prefix=NOROT < %t/da_bf16_d128_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=SWIZZLED < %t/da_bf16_d128_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=MANIFESTSW < %t/da_bf16_d128_attention_backward_0.manifest
 // RUN: %ptxas -arch=sm_90a -v %t/da_f16_d64_attention_backward_0.ptx -o %t/a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_attention_backward_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_causal_attention_backward_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
@@ -68,7 +73,7 @@
 // MANIFEST-NEXT: tensor_map k 64 128 128
 // MANIFEST-NEXT: tensor_map v 64 128 128
 // MANIFEST-NEXT: tensor_map do 64 64 128
-// MANIFEST-NEXT: tensor_map dq_accum 32 16 128
+// MANIFEST-NEXT: tensor_map dq_accum 64 16 none
 // MANIFEST: kernel da_bf16_d128_causal_attention_backward_0_dq_convert
 // MANIFEST-NEXT: threads 128
 // MANIFEST-NEXT: block_m 8
@@ -100,23 +105,21 @@
 // PTX: fence.proxy.async.shared::cta;
 // dQ = dS K: A M-major, B N-major, N = 64 (half the head dim).
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
-// The warp's staging boxes are free (its earlier reductions read them), the
-// fragments go in (16 pairs: 64 columns, two rows), visible to the async
-// proxy, and lane 0 adds the two boxes (columns 0-31, 32-63 of its half).
-// Lanes of odd rows g store n8 block j ^ 2 where even rows store block j
-// (bank-conflict-free half-warps): each value is picked by the row's parity
-// (bit 2 of the lane), the pairs swapped, then scaled.
-// PTX: bfe.u32 [[ROWBIT:%r[0-9]+]], %r{{[0-9]+}}, 2, 1;
-// PTX-NEXT: setp.eq.b32 [[EVEN:%p[0-9]+]], [[ROWBIT]], 0;
+// The warp's staging box is free (its earlier reduction read it), the
+// fragments go in unscaled (16 pairs: 64 columns, two rows), visible to the
+// async proxy, and lane 0 adds the box (the 64 columns of its half). Row g
+// stores n8 block j of a 32-column group at block j ^ (g % 4)
+// (bank-conflict-free half-warps): four addresses per lane, no selects and
+// no multiplies.
 // PTX: cp.async.bulk.wait_group.read 0;
 // PTX-NEXT: bar.warp.sync -1;
-// PTX: selp.f32 %r{{[0-9]+}}, [[J:%r[0-9]+]], [[J2:%r[0-9]+]], [[EVEN]];
-// PTX-NEXT: mul.rn.f32
-// PTX: selp.f32 %r{{[0-9]+}}, [[J2]], [[J]], [[EVEN]];
-// PTX-COUNT-16: st.shared.v2.f32
+// PTX-NOT: selp.f32
+// PTX-NOT: mul.rn.f32
+// PTX-COUNT-16: st.shared.v2.f32 [%r{{[0-9]+}}+{{[0-9]+}}], {%r{{[0-9]+}}, %r{{[0-9]+}}};
 // PTX: fence.proxy.async.shared::cta;
 // PTX-NEXT: bar.warp.sync -1;
-// PTX-COUNT-2: cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group
+// PTX: cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group
+// PTX-NOT: cp.reduce.async.bulk
 // PTX: cp.async.bulk.commit_group;
 // Before the block exits, the last reductions have read their boxes.
 // PTX: cp.async.bulk.wait_group.read 0;
@@ -125,9 +128,41 @@
 // delta) by 4-byte cp.async.
 // PTX: setmaxnreg.dec.sync.aligned.u32 24;
 // PTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4;
+// _dq_convert reads the lane's n8 block at block (lane ^ row) % 4 of its
+// 32-column group and applies the scale (1 / sqrt(128)).
 // PTX-LABEL: .entry da_bf16_d128_causal_attention_backward_0_dq_convert(
+// PTX: xor.b32
 // PTX-COUNT-2: ld.global.v4.b32
+// PTX: mul.rn.f32 %r{{[0-9]+}}, %r{{[0-9]+}}, 0f3DB504F3;
 // PTX: st.global.v4.b32
+
+// Without the producer warpgroup (D 128 without a mask), scale * dQ goes
+// in order: each value picked by the row's parity (bit 2 of the lane, the
+// pairs swapped for bank-conflict-free half-warps) and scaled, into two
+// 128-byte-swizzled boxes of 32 columns per product; _dq_convert only
+// converts.
+// MANIFESTSW: kernel da_bf16_d128_attention_backward_0_dkdv
+// MANIFESTSW: tensor_map dq_accum 32 16 128
+// SWIZZLED-LABEL: .entry da_bf16_d128_attention_backward_0_dkdv(
+// SWIZZLED: bfe.u32 [[ROWBIT:%r[0-9]+]], %r{{[0-9]+}}, 2, 1;
+// SWIZZLED-NEXT: setp.eq.b32 [[EVEN:%p[0-9]+]], [[ROWBIT]], 0;
+// SWIZZLED: cp.async.bulk.wait_group.read 0;
+// SWIZZLED-NEXT: bar.warp.sync -1;
+// SWIZZLED: selp.f32 %r{{[0-9]+}}, [[J:%r[0-9]+]], [[J2:%r[0-9]+]], [[EVEN]];
+// SWIZZLED-NEXT: mul.rn.f32
+// SWIZZLED: selp.f32 %r{{[0-9]+}}, [[J2]], [[J]], [[EVEN]];
+// SWIZZLED-COUNT-16: st.shared.v2.f32
+// SWIZZLED: fence.proxy.async.shared::cta;
+// SWIZZLED-NEXT: bar.warp.sync -1;
+// SWIZZLED-COUNT-2: cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group
+// SWIZZLED-NOT: cp.reduce.async.bulk
+// SWIZZLED: cp.async.bulk.commit_group;
+// SWIZZLED-LABEL: .entry da_bf16_d128_attention_backward_0_dq_convert(
+// SWIZZLED-NOT: xor.b32
+// SWIZZLED-NOT: mul.rn.f32
+// SWIZZLED: ld.global.v4.b32
+// SWIZZLED-NOT: mul.rn.f32
+// SWIZZLED: st.global.v4.b32
 
 // No mask and 128-query tiles (D 64): block j starts its query loop at
 // tile j mod (query tiles), so that the blocks of a head add into different

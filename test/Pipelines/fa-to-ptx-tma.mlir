@@ -338,7 +338,7 @@
 // BWD-NEXT: tensor_map v 64 128 128
 // BWD-NEXT: tensor_map do 64 64 128
 // dq atomics by TMA reductions: boxes of 32 f32 x 16 rows, 128-byte swizzle.
-// BWD-NEXT: tensor_map dq_accum 32 16 128
+// BWD-NEXT: tensor_map dq_accum 64 16 none
 // BWD-NEXT: grid ceil_div(seqlen_k,block_n) batch 1
 // BWDPAIR: kernel bwd_bf16_d128_causal_attention_backward_0_dkdv
 // BWDPAIR: threads 384

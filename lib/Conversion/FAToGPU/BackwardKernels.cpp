@@ -1084,10 +1084,14 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
       const gpukernel::WgmmaBackwardShape &shape =
           spec == &dkdv ? bs.wgDkDv : bs.wgDq;
       for (StringRef operand : shape.tensorMapOperands()) {
-        // dq atomics by TMA reductions: boxes of 32 f32 x 16 rows (one
-        // warp's rows), 128-byte swizzle.
+        // dq atomics by TMA reductions: boxes of 16 rows (one warp's) x
+        // 32 f32 with the 128-byte swizzle, or with dqFragmentOrder x one
+        // product's columns (dqColumns() f32) without a swizzle.
         if (operand == "dq_accum") {
-          spec->tensorMaps.push_back("dq_accum 32 16 128");
+          spec->tensorMaps.push_back(
+              shape.dqFragmentOrder()
+                  ? ("dq_accum " + Twine(shape.dqColumns()) + " 16 none").str()
+                  : std::string("dq_accum 32 16 128"));
           continue;
         }
         bool ownOperand = (operand == "k" || operand == "v") == shape.dkdv;
@@ -1162,8 +1166,11 @@ FailureOr<gpu::GPUModuleOp> mlir::fa::buildAttentionBackwardKernels(
     else if (index == 0)
       buildDeltaBody(builder, loc, func, bs);
     else if (bs.wgmma && index == 2 && !bs.deterministic)
-      gpukernel::buildTensorCoreConvertBody(builder, loc, func, bs.d,
-                                            kRowThreads);
+      gpukernel::buildTensorCoreConvertBody(
+          builder, loc, func, bs.d, kRowThreads,
+          bs.wgDkDv.dqFragmentOrder()
+              ? gpukernel::DqAccumLayout{bs.wgDkDv.scale, true}
+              : gpukernel::DqAccumLayout{});
     else if (bs.wgmma)
       gpukernel::buildWgmmaBackwardBody(builder, loc, func,
                                         index == 1 ? bs.wgDkDv : bs.wgDq);

@@ -577,11 +577,9 @@ void mlir::fa::gpukernel::buildTensorCoreDeltaBody(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-void mlir::fa::gpukernel::buildTensorCoreConvertBody(OpBuilder &b,
-                                                     Location loc,
-                                                     gpu::GPUFuncOp func,
-                                                     int64_t d,
-                                                     int64_t threads) {
+void mlir::fa::gpukernel::buildTensorCoreConvertBody(
+    OpBuilder &b, Location loc, gpu::GPUFuncOp func, int64_t d, int64_t threads,
+    const DqAccumLayout &layout) {
   b.setInsertionPointToStart(&func.front());
   Value dqAccum = func.getArgument(0), dq = func.getArgument(1);
   Type dqElt = cast<MemRefType>(dq.getType()).getElementType();
@@ -589,16 +587,31 @@ void mlir::fa::gpukernel::buildTensorCoreConvertBody(OpBuilder &b,
   RowLane ids = rowLane(fb, d / 8, threads);
   Value batch = ids.batch, row = ids.row;
   Value col = fb.mul(ids.lane, fb.cstIndex(8));
+  // Fragment order: the lane's n8 block (lane % 4 of group lane / 4) is
+  // held at block (lane ^ row) % 4 of the group.
+  Value from = col;
+  if (layout.fragmentOrder)
+    from = fb.mul(arith::XOrIOp::create(
+                      b, loc, ids.lane,
+                      arith::AndIOp::create(b, loc, row, fb.cstIndex(3)))
+                      .getResult(),
+                  fb.cstIndex(8));
   Value tq = memref::DimOp::create(b, loc, dq, 1);
   scf::IfOp::create(
       b, loc, fb.cmpI(arith::CmpIPredicate::slt, row, tq),
       [&](OpBuilder &ib, Location il) {
         FragmentBuilder y(ib, il, dqElt);
-        // Rows start 16-byte aligned (row_align) and col is a multiple of 8.
-        Value v = vector::LoadOp::create(ib, il, y.vec({8}, y.f32), dqAccum,
-                                         ValueRange{batch, row, col},
-                                         /*nontemporal=*/false,
-                                         llvm::Align(16));
+        // Rows start 16-byte aligned (row_align); col and from are
+        // multiples of 8.
+        Value v = vector::LoadOp::create(
+            ib, il, y.vec({8}, y.f32), dqAccum, ValueRange{batch, row, from},
+            /*nontemporal=*/false, llvm::Align(16));
+        if (layout.scale != 1.0f)
+          v = arith::MulFOp::create(
+              ib, il, v,
+              arith::ConstantOp::create(
+                  ib, il,
+                  DenseElementsAttr::get(y.vec({8}, y.f32), layout.scale)));
         if (dqElt != y.f32)
           v = arith::TruncFOp::create(ib, il, y.vec({8}, dqElt), v);
         vector::StoreOp::create(ib, il, v, dq, ValueRange{batch, row, col},

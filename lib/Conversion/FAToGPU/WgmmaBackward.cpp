@@ -916,14 +916,27 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     dqRowBytes = toI32(fb, fb.mul(meta.getStrides()[1], fb.cstIndex(4)));
   }
   // dqBulk: the warp's staging boxes are free once its earlier TMA
-  // reductions have read them; every lane stores its scale * dQ values
-  // (box (p, b) of warp w at ((w P + p) B + b) 2048 bytes, P products of B
-  // boxes; row r at 128 r, 16-byte chunk c at 16 (c ^ (r % 8)): the
-  // 128-byte swizzle), makes them visible to the async proxy, and lane 0
-  // adds each box to dq_accum at (head-dim column nOffset + 32 b, the
-  // warp's first query row, batch); rows past Tq fall outside the map and
-  // are dropped. Only the warp syncs: its boxes are its own.
-  const int64_t dqBoxes = ks.dqColumns() / 32;
+  // reductions have read them; every lane stores its dQ values, makes them
+  // visible to the async proxy, and lane 0 adds each box to dq_accum at
+  // (head-dim column nOffset + the box's first column, the warp's first
+  // query row, batch); rows past Tq fall outside the map and are dropped.
+  // Only the warp syncs: its boxes are its own. Warp w's product p is
+  // staged at (w P + p) 64 dqN bytes (P products), in one of two forms
+  // (WgmmaBackwardShape::dqFragmentOrder):
+  //  - scale * dQ in boxes of 16 rows x 32 f32 (box b of a product at 2048
+  //    b; row r at 128 r, 16-byte chunk c at 16 (c ^ (r % 8)): the 128-byte
+  //    swizzle), dq_accum in order;
+  //  - dQ unscaled in one box of 16 rows x dqN f32, no swizzle (row r at 4
+  //    dqN r), where row r stores n8 block j of each 32-column group at
+  //    block j ^ (r % 4) (DqAccumLayout): each lane's value pairs go as the
+  //    wgmma left them (no selects, no multiplies), and _dq_convert scales
+  //    and reorders.
+  // Either way, the 8-byte stores of each half-warp (rows g of 4
+  // consecutive g) cover all 32 banks.
+  const bool dqFragmentOrder = ks.dqFragmentOrder();
+  const int64_t dqBoxColumns = dqFragmentOrder ? ks.dqColumns() : 32;
+  const int64_t dqBoxes = ks.dqColumns() / dqBoxColumns;
+  const int64_t dqBoxBytes = 16 * dqBoxColumns * 4;
   auto dqBulkAdds = [&](FragmentBuilder &x, Value tb,
                         ArrayRef<SmallVector<Value>> accs) {
     auto cst = [&](int64_t v) { return cstI32(x, v); };
@@ -948,31 +961,41 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     Value lane = andI(tid, 31), g = shr(lane, 2), t = andI(lane, 3);
     const int64_t products = accs.size();
     Value region = add(add(shared.addr, cst(layout.dqStage)),
-                       mul(shr(tid, 5), products * dqBoxes * 2048));
-    // Row g, the t % 2 half of 16-byte chunk 2 a + t / 2 (swizzled), of a
-    // box: 128 g + 8 (t % 2) + 16 ((t / 2 ^ g) % 2) + 32 (a ^ g / 2).
-    Value threadBase =
-        add(add(region, mul(g, 128)),
-            add(mul(andI(t, 1), 8), mul(andI(xorI(shr(t, 1), g), 1), 16)));
-    // Store k of a box writes n8 block a = k ^ 2 (g % 2) of it, so that
-    // each half-warp's 8-byte stores (rows g of 4 consecutive g) cover all
-    // 32 banks: with a = k for every lane, rows g and g ^ 1 hit the same
-    // chunk pair (two wavefronts per half-warp instead of one).
-    Value oddRow = arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::ne,
-                                         andI(g, 1), cst(0));
-    Value pairOf = xorI(shr(g, 1), mul(andI(g, 1), 2));
-    SmallVector<Value> chunkAt;
-    for (int64_t k = 0; k < 4; ++k)
-      chunkAt.push_back(add(threadBase, mul(xorI(pairOf, cst(k)), 32)));
+                       mul(shr(tid, 5), products * dqBoxes * dqBoxBytes));
+    // The address of this lane's pair of n8 block k (mod 4) in row g of a
+    // box (of a 32-column group with dqFragmentOrder).
+    SmallVector<Value> blockAt;
+    Value oddRow;
+    if (dqFragmentOrder) {
+      // Column 2t of n8 block k ^ (g % 4).
+      Value rowBase = add(add(region, mul(g, dqBoxColumns * 4)), mul(t, 8));
+      for (int64_t k = 0; k < 4; ++k)
+        blockAt.push_back(add(rowBase, mul(xorI(andI(g, 3), cst(k)), 32)));
+    } else {
+      // The t % 2 half of 16-byte chunk 2 a + t / 2 (swizzled): 128 g + 8
+      // (t % 2) + 16 ((t / 2 ^ g) % 2) + 32 (a ^ g / 2). Store k of a box
+      // writes n8 block a = k ^ 2 (g % 2) of it, so that rows g and g ^ 1
+      // fall in different chunk pairs.
+      Value threadBase =
+          add(add(region, mul(g, 128)),
+              add(mul(andI(t, 1), 8), mul(andI(xorI(shr(t, 1), g), 1), 16)));
+      oddRow = arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::ne,
+                                     andI(g, 1), cst(0));
+      Value pairOf = xorI(shr(g, 1), mul(andI(g, 1), 2));
+      for (int64_t k = 0; k < 4; ++k)
+        blockAt.push_back(add(threadBase, mul(xorI(pairOf, cst(k)), 32)));
+    }
     inlinePtx(x, "cp.async.bulk.wait_group.read 0;\nbar.warp.sync -1;", {},
               ValueRange{});
     for (auto [p, acc] : llvm::enumerate(accs)) {
       // Value i of the fragment: row g + 8 ((i % 4) / 2), column 8 (i / 4)
-      // + 2t + i % 2: n8 block j = i / 4 is chunk pair j % 4 of box j / 4;
-      // block j ^ 2 of the same box is value i ^ 8.
+      // + 2t + i % 2: n8 block j = i / 4 is block j % 4 of 32-column group
+      // j / 4; block j ^ 2 of the same group is value i ^ 8.
       std::string text;
-      SmallVector<Value> ins(chunkAt.begin(), chunkAt.end());
+      SmallVector<Value> ins(blockAt.begin(), blockAt.end());
       auto stored = [&](int64_t i) {
+        if (dqFragmentOrder)
+          return acc[i];
         Value v =
             arith::SelectOp::create(x.b, x.loc, oddRow, acc[i ^ 8], acc[i]);
         return x.mulF(v, x.cstF32(ks.scale));
@@ -980,7 +1003,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t i = 0; i < (int64_t)acc.size(); i += 4) {
           int64_t j = i / 4;
-          int64_t offset = ((int64_t)p * dqBoxes + j / 4) * 2048 + h * 1024;
+          int64_t offset =
+              (int64_t)p * dqBoxes * dqBoxBytes +
+              (dqFragmentOrder ? 8 * h * dqBoxColumns * 4 + (j / 4) * 128
+                               : (j / 4) * 2048 + h * 1024);
           text += "st.shared.v2.f32 [$" + std::to_string(j % 4) + "+" +
                   std::to_string(offset) + "], {$" +
                   std::to_string(ins.size()) + ", $" +
@@ -1012,10 +1038,12 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
               "bulk_group [$0, {$1, $2, $3}], [$4];",
               {},
               ValueRange{
-                  dqMap, toI32(y, y.add(nOffset, y.cstIndex(32 * box))), row,
+                  dqMap,
+                  toI32(y, y.add(nOffset, y.cstIndex(dqBoxColumns * box))), row,
                   toI32(y, batch),
                   arith::AddIOp::create(
-                      ib, il, region, cstI32(y, (p * dqBoxes + box) * 2048))});
+                      ib, il, region,
+                      cstI32(y, (p * dqBoxes + box) * dqBoxBytes))});
       }
       inlinePtx(y, "cp.async.bulk.commit_group;", {}, ValueRange{});
       scf::YieldOp::create(ib, il);
