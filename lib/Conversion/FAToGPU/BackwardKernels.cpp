@@ -35,7 +35,9 @@
 //    Finally dk[j] = scale dk[j], dv[j] in the result types.
 //
 // 3. atomic mode: `<name>_dq_convert` (one thread per query row):
-//    dq = dq_accum in dq's element type.
+//    dq = dq_accum in dq's element type (the wgmma kernels:
+//    buildTensorCoreConvertBody, which with the producer warpgroup's
+//    DqAccumLayout also scales and reorders the columns).
 //    deterministic: `<name>_dq`, one GPU block per query block (grid
 //    ceil(Tq / block_m) x batch), one thread per query row, K/V tiles in
 //    workgroup memory (the forward's structure): recomputes p and ds for its
@@ -650,7 +652,8 @@ static void buildDeltaBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
   gpu::ReturnOp::create(b, loc);
 }
 
-/// dq = dq_accum in dq's element type.
+/// dq = dq_accum in dq's element type (the scalar kernels' `_dq_convert`;
+/// the wgmma ones: gpukernel::buildTensorCoreConvertBody).
 static void buildConvertBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                              const BackwardShape &bs) {
   b.setInsertionPointToStart(&func.front());
