@@ -301,6 +301,13 @@ def test_dq_accum_map_is_f32_over_query_rows():
         "dq_accum", "f32", 0xb0000, (64, 100, 6), (256, 25600),
         (32, 16, 1), (1, 1, 1), 128)
     assert tensor_maps_for(m.kernels[2], t) == []
+    # The producer _dkdv's unswizzled boxes: 64 f32 (256 bytes) x 64 rows,
+    # one warpgroup's (no swizzle span to exceed).
+    wide = parse_backward_manifest(V4_ATOMIC.replace(
+        "tensor_map dq_accum 32 16 128", "tensor_map dq_accum 64 64 none"))
+    assert tensor_maps_for(wide.kernels[1], t)[4] == TensorMapArgs(
+        "dq_accum", "f32", 0xb0000, (64, 100, 6), (256, 25600),
+        (64, 64, 1), (1, 1, 1), 0)
     # 64 f32 a box row (256 bytes) exceed the 128-byte swizzle span.
     with pytest.raises(ManifestError, match="tensor_map 'dq_accum': BOX_COLS "
                        r"64 x 4 bytes \(f32\) = 256 bytes exceeds the "

@@ -1716,6 +1716,23 @@ static void testBackwardDqAccumTensorMap() {
   if (args.size() == 5)
     expectMapArgs(args[4], "dq_accum", FA_RT_DTYPE_F32, 0xa000, {64, 100, 16},
                   {256, 25600}, {32, 16, 1}, 128, __LINE__);
+  // The producer _dkdv's unswizzled boxes: 64 f32 (256 bytes) x 64 rows,
+  // one warpgroup's (no swizzle span to exceed).
+  {
+    fa::rt::BackwardManifest unswizzled;
+    std::vector<fa::rt::TensorMapEncodeArgs> wide;
+    if (parsesThreeKernels(replaceFirst(text, "tensor_map dq_accum 32 16 128",
+                                        "tensor_map dq_accum 64 64 none"),
+                           unswizzled, __LINE__)) {
+      EXPECT_EQ(fa::rt::buildBackwardTensorMapArgs(
+                    unswizzled, 1, {16, 100, 300}, kBackwardPointers, wide),
+                FA_RT_SUCCESS);
+      EXPECT_EQ(wide.size(), 5u);
+      if (wide.size() == 5)
+        expectMapArgs(wide[4], "dq_accum", FA_RT_DTYPE_F32, 0xa000,
+                      {64, 100, 16}, {256, 25600}, {64, 64, 1}, 0, __LINE__);
+    }
+  }
   // A box of 64 f32 (256 bytes) exceeds the 128-byte swizzle span.
   EXPECT_BACKWARD_ERROR(replaceFirst(text, "tensor_map dq_accum 32 16 128",
                                      "tensor_map dq_accum 64 16 128"),
