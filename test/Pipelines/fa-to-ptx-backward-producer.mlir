@@ -6,7 +6,10 @@
 // (setmaxnreg.inc), take the warpgroup index through shfl.sync (warp-uniform
 // for ptxas: the own tiles' descriptors fit without spills), release each
 // Q/dO stage on an "empty" mbarrier (init count 256 = the consumer
-// threads) and sync on a named barrier of 256 threads; the producer, last
+// threads) and hand dS^T to each other on named barriers of 256 threads
+// (each warpgroup arrives on its own once its rows are stored, 2 + 2 w +
+// tile % 2; the other syncs there before its dQ products read them: no
+// block-wide barrier per tile); the producer, last
 // in the kernel, lowers its registers to 24, waits on the empty barriers,
 // issues the TMA loads and copies the lse/delta columns with 4-byte
 // cp.async whose completion arrives on the Q stage's barrier (init count
@@ -94,8 +97,34 @@
 // PTX-COUNT-6: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 256;
 // PTX: setmaxnreg.inc.sync.aligned.u32 240;
 // PTX: wgmma.mma_async
+// The prologue: dS^T rows stored, fenced, the warpgroup's barrier arrived
+// on (2 + 2 (tid / 128), tile `first` even under top-left causal: block-m
+// 64, 128 keys per block).
+// PTX: st.shared.b32
+// PTX: fence.proxy.async.shared::cta;
+// PTX: mov.u32 [[TID:%r[0-9]+]], %tid.x;
+// PTX-NEXT: // end inline asm
+// PTX-NEXT: shr.u32 [[SHR:%r[0-9]+]], [[TID]], 6;
+// PTX-NEXT: and.b32 [[WG2:%r[0-9]+]], [[SHR]], 67108862;
+// PTX-NEXT: add.s32 [[ID:%r[0-9]+]], [[WG2]], 2;
+// PTX-NEXT: // begin inline asm
+// PTX-NEXT: bar.arrive [[ID]], 256;
 // PTX: mbarrier.arrive.shared::cta.b64 _, [%r{{[0-9]+}}];
+// In the loop: the other warpgroup's barrier (2 + 2 (1 - w) + tile % 2)
+// before the dQ products.
+// PTX: bar.arrive %r{{[0-9]+}}, 256;
+// PTX: not.b32 [[NOT:%r[0-9]+]], %r{{[0-9]+}};
+// PTX-NEXT: shr.u32 [[NSHR:%r[0-9]+]], [[NOT]], 6;
+// PTX-NEXT: and.b32 [[OTHER2:%r[0-9]+]], [[NSHR]], 2;
+// PTX-NEXT: or.b32 [[OTHERID:%r[0-9]+]], [[OTHER2]], [[PARITY:%r[0-9]+]];
+// PTX-NEXT: add.s32 [[SYNCID:%r[0-9]+]], [[OTHERID]], 2;
+// PTX-NEXT: // begin inline asm
+// PTX-NEXT: bar.sync [[SYNCID]], 256;
+// PTX: wgmma.fence.sync.aligned;
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// The last tile's dQ products wait the same way.
 // PTX: bar.sync %r{{[0-9]+}}, 256;
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
 // PTX-NOT: setmaxnreg.dec
 // PTX-NOT: bar.sync 0;
 // PTX: setmaxnreg.dec.sync.aligned.u32 24;

@@ -830,6 +830,59 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     }
     inlinePtx(x, "fence.proxy.async.shared::cta;", {}, ValueRange{});
   };
+  // dq atomics with the producer warpgroup (splitDsBarrier): the dS^T
+  // exchange between the consumer warpgroups on named barriers rather than
+  // the block-wide consumer barrier at the end of each tile. Warpgroup w
+  // arrives on barrier 2 + 2 w + tb % 2 once its rows of dS^T(tb) are
+  // stored (after the fence), and every other warpgroup syncs there
+  // before its dQ_tb products read them: a warpgroup waits only for the
+  // data it reads, not for the others to finish their tile. Two barriers
+  // per warpgroup (one per dS^T buffer): w arrives on the same one again
+  // (tile tb + 2) only after syncing on the others' tb + 1 barriers, which
+  // they arrive on after their tb sync, so no barrier sees a second
+  // arrival before its sync (FlashAttention-3, Shah et al. 2024, Section
+  // 3.1, hands tiles between warpgroups with named barriers the same way).
+  // The loads need no block barrier here: the producer waits on the
+  // stages' "empty" mbarriers. The buffer's reuse (tile tb + 2) comes
+  // after w's tb + 1 sync, so after every reader's dQ_tb wait. A sync
+  // counts the syncing warpgroup's own threads too: its warps have all
+  // stored their dS^T rows before its dK and dQ products read them. (One
+  // consumer warpgroup keeps the block barrier: nothing else orders its
+  // warps' stores.)
+  const bool splitDsBarrier = dqAtomic && producer && warpgroups >= 2;
+  auto dsBarrier = [&](FragmentBuilder &x, Value wg, Value tb) {
+    Value parity =
+        toI32(x, arith::RemUIOp::create(x.b, x.loc, tb, x.cstIndex(2)));
+    return arith::AddIOp::create(
+               x.b, x.loc,
+               arith::AddIOp::create(
+                   x.b, x.loc, cstI32(x, 2),
+                   arith::MulIOp::create(x.b, x.loc, wg, cstI32(x, 2))),
+               parity)
+        .getResult();
+  };
+  // This thread's warpgroup (i32), from %tid.x where used (no register
+  // across the loop).
+  auto ownWarpgroup = [&](FragmentBuilder &x) {
+    return arith::ShRUIOp::create(x.b, x.loc, readSpecialRegister(x, "%tid.x"),
+                                  cstI32(x, 7))
+        .getResult();
+  };
+  auto signalDs = [&](FragmentBuilder &x, Value tb) {
+    if (splitDsBarrier)
+      namedBarrierArrive(x, dsBarrier(x, ownWarpgroup(x), tb), threads);
+  };
+  auto awaitDs = [&](FragmentBuilder &x, Value tb) {
+    if (!splitDsBarrier)
+      return;
+    Value own = ownWarpgroup(x);
+    for (int64_t k = 1; k < warpgroups; ++k) {
+      Value other = arith::RemUIOp::create(
+          x.b, x.loc, arith::AddIOp::create(x.b, x.loc, own, cstI32(x, k)),
+          cstI32(x, warpgroups));
+      namedBarrierSync(x, dsBarrier(x, other, tb), threads);
+    }
+  };
   // Issues this warpgroup's dQ_tb (dQ_tb^T) products, one wgmma group each;
   // a k16 step is 16 keys. The dS^T buffer is read with 8-query groups
   // colDs apart and 8-key groups 128 bytes apart (M-major A of dQ, N-major
@@ -1145,8 +1198,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                                    layout.secondStageBytes);
     // dq atomics: the previous tile's dQ^T products go first.
     SmallVector<SmallVector<Value>> dqAcc;
-    if (dqTb)
+    if (dqTb) {
+      awaitDs(x, dqTb);
       dqAcc = issueDq(x, dqTb);
+    }
     SmallVector<Value> sAcc = productOwnLoop(
         x, ks.d, inLoop(x, ownFirstBase),
         loopKFirst.at(x, firstUnitsOf(x, tb)));
@@ -1232,6 +1287,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     if (!dqAtomic)
       return TileResult{accFirst, accSecond, dsRegs};
     storeDs(x, tb, dsRegs);
+    signalDs(x, tb);
     return TileResult{accFirst, accSecond, {}};
   };
   // dK += dS^T Q_{tb} (dQ += dS K_{tb}) from the packed dS registers.
@@ -1306,7 +1362,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // before the loop's first load replaces it. dq atomics: both halves of
     // dS^T of tile `first` are stored before any dQ product reads them.
     releaseHalf(x, first, /*second=*/true);
-    if (tma || dqAtomic)
+    if ((tma || dqAtomic) && !splitDsBarrier)
       consumerBarrier(b, loc);
     scf::YieldOp::create(b, loc, yielded);
     b.setInsertionPointToStart(prologue.elseBlock());
@@ -1350,8 +1406,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
           inlinePtx(x, "cp.async.wait_all;", {}, ValueRange{});
         releaseHalf(x, tb, /*second=*/true);
         releaseHalf(x, prevTb, /*second=*/false);
-        // Every warpgroup is done with the first half of tile tb - 1.
-        consumerBarrier(lb, ll);
+        // Every warpgroup is done with the first half of tile tb - 1
+        // (splitDsBarrier: the producer waits for its release instead).
+        if (!splitDsBarrier)
+          consumerBarrier(lb, ll);
         if (!producer)
           loadHalf(x, ahead, /*second=*/false);
         if (!tma && dkdv)
@@ -1370,8 +1428,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     FragmentBuilder x(b, loc, ks.elt);
     Value lastTb = x.sub(count, c1);
     SmallVector<SmallVector<Value>> dqAcc;
-    if (dqAtomic)
+    if (dqAtomic) {
+      awaitDs(x, lastTb);
       dqAcc = issueDq(x, lastTb);
+    }
     SmallVector<Value> acc =
         accumulateFirst(x, lastTile.accFirst, lastTile.dsRegs, lastTb);
     if (dqAtomic) {
