@@ -21,6 +21,7 @@ import argparse
 import itertools
 import math
 import os
+import re
 import sys
 
 from .compiler import (CompilationError, FaOptNotFoundError,
@@ -128,11 +129,42 @@ def _parser():
                         "32 for the forward at D = Dv = 128 and at D = Dv "
                         "= 64 with a causal mask and for the backward, "
                         "else 64)")
+    c.add_argument("--option", action="append", default=[], type=_option,
+                   metavar="KEY=VALUE",
+                   help="a further fa-to-ptx option, passed as is (e.g. "
+                        "pair-key-blocks=true; repeatable; fa-opt rejects "
+                        "an unknown key); options with a flag of their own "
+                        "take the flag")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
     ls.add_argument("dirs", nargs="+")
     return parser, {"compile": c, "list": ls}
+
+
+# fa-to-ptx options that have a flag of their own (or that the driver sets).
+_FLAGGED_OPTIONS = {
+    "chip": "--chip", "block-m": "--block-m", "block-n": "--block-n",
+    "tma": "--tma", "producer-warp": "--producer-warp",
+    "tiles-per-block": "--tiles-per-block", "dq-atomics": "--dq-atomics",
+    "backward-producer-warp": "--backward-producer-warp",
+    "deterministic": "--deterministic", "index-bitwidth": "--index-bitwidth",
+    "output-dir": "--out"}
+
+
+def _option(text: str) -> str:
+    """A --option value: KEY=VALUE, KEY lower-case words joined by '-',
+    VALUE without spaces (argparse.ArgumentTypeError otherwise)."""
+    key, sep, value = text.partition("=")
+    if not sep or not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", key) \
+            or not value or any(c.isspace() for c in value) \
+            or any(c in value for c in "\"'{}"):
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE (a fa-to-ptx option), got {text!r}")
+    if key in _FLAGGED_OPTIONS:
+        raise argparse.ArgumentTypeError(
+            f"{key} has its own flag: use {_FLAGGED_OPTIONS[key]}")
+    return text
 
 
 def _fail(message: str) -> int:
@@ -163,7 +195,8 @@ def _options(args) -> CompileOptions:
                               "auto" if args.backward_producer_warp == "auto"
                               else flag(args.backward_producer_warp)),
                           deterministic=flag(args.deterministic),
-                          index_bitwidth=args.index_bitwidth)
+                          index_bitwidth=args.index_bitwidth,
+                          extra=tuple(args.option))
 
 
 def _compile(args, sub) -> int:

@@ -64,6 +64,17 @@ def _error_line(err):
      "dq_atomics=True adds dq with f32 atomics, which is not bitwise "
      "reproducible: it cannot be combined with deterministic=True"),
     (["compile", "--out", "/proc/nope"], "argument --out: cannot create directory '/proc/nope'"),
+    (["compile", "--option", "dq-cluster-pairs"],
+     "argument --option: expected KEY=VALUE (a fa-to-ptx option), got "
+     "'dq-cluster-pairs'"),
+    (["compile", "--option", "Bad=1"], "argument --option: expected KEY=VALUE"),
+    (["compile", "--option", "stages=3 output-dir=/tmp"],
+     "argument --option: expected KEY=VALUE"),
+    (["compile", "--option", "stages="], "argument --option: expected KEY=VALUE"),
+    (["compile", "--option", "tma=false"],
+     "argument --option: tma has its own flag: use --tma"),
+    (["compile", "--option", "output-dir=x"],
+     "argument --option: output-dir has its own flag: use --out"),
     (["list", "/nonexistent"], "error: no such directory '/nonexistent'"),
 ])
 def test_usage_errors_exit_2_with_one_error_line(capsys, argv, match,
@@ -167,11 +178,16 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     (["--dq-atomics", "true"], "dq-atomics=true"),
     (["--deterministic", "true"], "deterministic=true"),
     (["--deterministic", "false"], "deterministic=false"),
+    (["--option", "stages=3"], "stages=3"),
+    (["--option", "stages=3", "--option", "dq-cluster-pairs=true"],
+     "stages=3 dq-cluster-pairs=true"),
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
     """--tma, --producer-warp, --backward-producer-warp, --dq-atomics and
-    --deterministic become fa-to-ptx's options of those names; without them, fa-to-ptx's defaults apply (nothing passed)."""
+    --deterministic become fa-to-ptx's options of those names, --option
+    KEY=VALUE passes itself, in order; without them, fa-to-ptx's defaults
+    apply (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
     tool.write_text("#!/bin/sh\n"
@@ -187,8 +203,9 @@ def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
     assert len(pipeline) == 1, log.read_text()
     passed = [w for w in log.read_text().split()
               if w.startswith(("tma=", "producer-warp=", "dq-atomics=",
-                               "deterministic=", "backward-producer-warp="))]
-    assert passed == ([option] if option else [])
+                               "deterministic=", "backward-producer-warp=",
+                               "stages=", "dq-cluster-pairs="))]
+    assert passed == (option.split() if option else [])
 
 
 def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root):
