@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export FA_OPT=${FA_OPT:-$PWD/build/bin/fa-opt}
 DIR=${1:-.dev/bench}
+case $DIR in -*) echo "usage: $0 [DIR [compile arguments...]] (DIR first, got '$DIR')" >&2; exit 2;; esac
 shift $(( $# > 0 ? 1 : 0 ))
 CHIP=${CHIP:-sm_90a}
 rm -rf "$DIR" && mkdir -p "$DIR"

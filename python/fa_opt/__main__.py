@@ -21,13 +21,12 @@ import argparse
 import itertools
 import math
 import os
-import re
 import sys
 
 from .compiler import (CompilationError, FaOptNotFoundError,
                        compile_attention, export_artifact)
 from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
-                     SUPPORTED_CHIPS)
+                     SUPPORTED_CHIPS, option_key)
 from .manifest import ManifestError
 
 PROG = "python -m fa_opt"
@@ -153,14 +152,13 @@ _FLAGGED_OPTIONS = {
 
 
 def _option(text: str) -> str:
-    """A --option value: KEY=VALUE, KEY lower-case words joined by '-',
-    VALUE without spaces (argparse.ArgumentTypeError otherwise)."""
-    key, sep, value = text.partition("=")
-    if not sep or not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", key) \
-            or not value or any(c.isspace() for c in value) \
-            or any(c in value for c in "\"'{}"):
-        raise argparse.ArgumentTypeError(
-            f"expected KEY=VALUE (a fa-to-ptx option), got {text!r}")
+    """A --option value: KEY=VALUE as CompileOptions.extra takes it
+    (config.option_key), KEY without a flag of its own
+    (argparse.ArgumentTypeError otherwise)."""
+    try:
+        key = option_key(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err))
     if key in _FLAGGED_OPTIONS:
         raise argparse.ArgumentTypeError(
             f"{key} has its own flag: use {_FLAGGED_OPTIONS[key]}")
@@ -186,7 +184,12 @@ def _options(args) -> CompileOptions:
     """The compile options of the command line (ValueError on a conflict)."""
     def flag(value):
         return None if value is None else value == "true"
-    return CompileOptions(chip=args.chip, block_m=args.block_m,
+    # features has no flag: --option features=... sets the field.
+    features = [o.partition("=")[2] for o in args.option
+                if option_key(o) == "features"]
+    extra = tuple(o for o in args.option if option_key(o) != "features")
+    return CompileOptions(chip=args.chip, features=features[-1] if features
+                          else None, block_m=args.block_m,
                           block_n=args.block_n, tma=flag(args.tma),
                           producer_warp=flag(args.producer_warp),
                           tiles_per_block=args.tiles_per_block,
@@ -196,7 +199,7 @@ def _options(args) -> CompileOptions:
                               else flag(args.backward_producer_warp)),
                           deterministic=flag(args.deterministic),
                           index_bitwidth=args.index_bitwidth,
-                          extra=tuple(args.option))
+                          extra=extra)
 
 
 def _compile(args, sub) -> int:

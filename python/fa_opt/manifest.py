@@ -703,6 +703,11 @@ _TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
 _SIZES = ("batch", "seqlen_q", "seqlen_k")
 
 
+# The manifest's own values a grid expression may name (besides the sizes
+# of _SIZES), as the C++ reader takes them.
+_GRID_NAMES = ("block_m", "block_n", "threads", "head_dim", "head_dim_v")
+
+
 def _parse_expr(text: str, manifest) -> Callable:
     tokens = [m.groups() for m in _TOKEN.finditer(text) if m.group(0).strip()]
     pos = 0
@@ -710,29 +715,49 @@ def _parse_expr(text: str, manifest) -> Callable:
     def peek():
         return tokens[pos] if pos < len(tokens) else (None, None, None)
 
-    def term():
+    def term(nested=False):
         nonlocal pos
         number, name, punct = peek()
         pos += 1
         if number is not None:
-            value = _int(number)
+            try:
+                value = _int(number)
+            except ValueError:
+                raise ManifestError(f"grid '{text}': '{number}' is not an "
+                                    f"integer of at most 18 digits")
             return lambda s: value
+        if name == "ceil_div" and nested:
+            raise ManifestError(f"grid '{text}': ceil_div takes an integer or "
+                                f"a size name, not another ceil_div")
         if name == "ceil_div":
             if peek()[2] != "(":
                 raise ManifestError(f"grid '{text}': expected '(' after ceil_div")
             pos += 1
-            a = term()
+            a = term(nested=True)
             if peek()[2] != ",":
                 raise ManifestError(f"grid '{text}': expected ',' in ceil_div")
             pos += 1
-            b = term()
+            b = term(nested=True)
             if peek()[2] != ")":
                 raise ManifestError(f"grid '{text}': expected ')' in ceil_div")
             pos += 1
-            return lambda s: -(-a(s) // b(s))
+
+            def ceil_div(s):
+                den = b(s)
+                if den <= 0:
+                    raise ManifestError(f"{manifest.path}: grid expression "
+                                        f"'{text}' divides by {den}")
+                return -(-a(s) // den)
+            return ceil_div
         if name in _SIZES:
             index = _SIZES.index(name)
             return lambda s: s[index]
+        if name is not None and name not in _GRID_NAMES:
+            raise ManifestError(f"grid '{text}': unknown name '{name}' "
+                                f"(expected an integer, a size name (batch, "
+                                f"seqlen_q, seqlen_k, block_m, block_n, "
+                                f"threads, head_dim, head_dim_v) or "
+                                f"ceil_div(a,b))")
         if name is not None:
             value = getattr(manifest, name, None)
             if value is None:

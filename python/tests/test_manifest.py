@@ -61,6 +61,15 @@ def test_unknown_keys_are_kept_not_fatal():
     (lambda t: t.replace("seqlen_q ?", "seqlen_q x"), "expected a dim"),
     (lambda t: t.replace("batch 1\n", "batch\n"), "expected 3 grid expressions"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,nope)"), "unknown name 'nope'"),
+    # Grid names as the C++ reader takes them: sizes and the block shape,
+    # not other manifest keys; ceil_div of two atoms.
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "version"), "unknown name 'version'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,shared_bytes)"), "unknown name 'shared_bytes'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "has_lse"), "unknown name 'has_lse'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(ceil_div(seqlen_q,2),block_m)"),
+     "ceil_div takes an integer or a size name, not another ceil_div"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "1234567890123456789"),
+     "'1234567890123456789' is not an integer of at most 18 digits"),
     (lambda t: t.replace("params q k v o lse", "params q k v o"),
      "x.manifest:21: expected params 'q k v o lse' \\(has_lse 1\\), got 'q k v o'"),
     # The value ranges of the C++ runtime.
@@ -78,6 +87,15 @@ def test_unknown_keys_are_kept_not_fatal():
 def test_malformed(edit, match):
     with pytest.raises(ManifestError, match=match):
         parse_manifest(edit(DOC_EXAMPLE), "x.manifest")
+
+
+def test_grid_dividing_by_zero_is_a_manifest_error():
+    """As the C++ runtime's computeGrid: at launch, with the file's name."""
+    m = parse_manifest(DOC_EXAMPLE.replace("ceil_div(seqlen_q,block_m)",
+                                           "ceil_div(seqlen_q,0)"), "x.manifest")
+    with pytest.raises(ManifestError, match=re.escape(
+            "x.manifest: grid expression 'ceil_div(seqlen_q,0)' divides by 0")):
+        m.grid_for(1, 64, 64)
 
 
 # A backward manifest (version 2) in the form fa-export-kernels writes.
