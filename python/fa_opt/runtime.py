@@ -404,6 +404,10 @@ class Registry:
             candidates = self._memo.get(key)
             if candidates is None:
                 candidates = self._from_dirs(config, chip)
+                # A set with a backward before one without (a forward-only
+                # compile of the same config in the same folder would
+                # otherwise hide it from training).
+                candidates.sort(key=lambda ks: ks.backward is None)
                 if deterministic:
                     candidates = [ks for ks in candidates if ks.backward
                                   and ks.backward.deterministic]
