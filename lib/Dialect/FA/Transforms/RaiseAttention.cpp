@@ -567,8 +567,7 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
       if (!isExactFloatCast(e->args[0]->type, e->type)) {
         why = "the additive mask is rounded on its way to the scores (a "
               "cast from " +
-              typeString(e->args[0]->type) + " to " + typeString(e->type) +
-              ")";
+              typeString(e->args[0]->type) + " to " + typeString(e->type) + ")";
         return std::nullopt;
       }
     const Expr *leaf = stripCasts(scores->mask);
