@@ -1274,12 +1274,13 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     }
     if (cond->kind == Expr::Leaf &&
         getElementTypeOrSelf(cond->value.getType()).isInteger(1) &&
-        keepWhenTrue && !m->boolMask) {
+        !m->boolMask) {
       m->boolMask = cond;
+      m->boolMaskHides = !keepWhenTrue;
       return m;
     }
     why = "the select condition is neither a causal index comparison nor "
-          "an i1 keep-mask";
+          "an i1 mask";
     return std::nullopt;
   }
   case Expr::Opaque:
