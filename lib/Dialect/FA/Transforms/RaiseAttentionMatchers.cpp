@@ -275,6 +275,11 @@ const Expr *ChainEvaluator::evalScalar(Value v,
   return opaque(v, {}, "a scalar that is not a constant");
 }
 
+/// True when `a` is a constant i1 true (read as -1, the sign-extended bit).
+static bool isTrueConst(const Expr *a) {
+  return a->kind == Expr::Const && a->cst != 0.0;
+}
+
 const Expr *ChainEvaluator::evalScalarOp(Operation *op,
                                          ArrayRef<const Expr *> args) {
   Expr e;
@@ -316,14 +321,10 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
     e.kind = Expr::CmpI;
     e.pred = static_cast<int64_t>(cmp.getPredicate());
   } else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
-             llvm::any_of(args, [](const Expr *a) {
-               return a->kind == Expr::Const && a->cst != 0.0;
-             })) {
+             llvm::any_of(args, isTrueConst)) {
     // xori with true: a logical not of the other operand.
     e.kind = Expr::Not;
-    const Expr *other =
-        args[0]->kind == Expr::Const && args[0]->cst != 0.0 ? args[1] : args[0];
-    e.args.assign({other});
+    e.args.assign({isTrueConst(args[0]) ? args[1] : args[0]});
   } else if (isa<arith::AddIOp>(op))
     e.kind = Expr::AddI;
   else if (isa<arith::SubIOp>(op))
