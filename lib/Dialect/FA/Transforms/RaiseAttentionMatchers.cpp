@@ -84,11 +84,14 @@ bool raise::equalExprs(const Expr *a, const Expr *b, bool ignoreCasts) {
       return false;
     break;
   case Expr::CmpI:
+  case Expr::CmpF:
     if (a->pred != b->pred)
       return false;
     break;
   case Expr::Reduce:
   case Expr::Softmax:
+  case Expr::All:
+  case Expr::Any:
     if (a->label != b->label || a->isMax != b->isMax)
       return false;
     break;
@@ -189,6 +192,16 @@ static std::string describe(const Expr *e) {
     return "an integer comparison";
   case Expr::Not:
     return "a logical not";
+  case Expr::CmpF:
+    return "a float comparison";
+  case Expr::And:
+    return "a logical and";
+  case Expr::Or:
+    return "a logical or";
+  case Expr::All:
+    return "an and reduction";
+  case Expr::Any:
+    return "an or reduction";
   case Expr::AddI:
   case Expr::SubI:
     return "index arithmetic";
@@ -320,8 +333,15 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
   else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     e.kind = Expr::CmpI;
     e.pred = static_cast<int64_t>(cmp.getPredicate());
-  } else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
-             llvm::any_of(args, isTrueConst)) {
+  } else if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
+    e.kind = Expr::CmpF;
+    e.pred = static_cast<int64_t>(cmp.getPredicate());
+  } else if (isa<arith::AndIOp>(op) && e.type.isInteger(1))
+    e.kind = Expr::And;
+  else if (isa<arith::OrIOp>(op) && e.type.isInteger(1))
+    e.kind = Expr::Or;
+  else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
+           llvm::any_of(args, isTrueConst)) {
     // xori with true: a logical not of the other operand.
     e.kind = Expr::Not;
     e.args.assign({isTrueConst(args[0]) ? args[1] : args[0]});
@@ -449,14 +469,25 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
     return leaf(result, view);
   OpOperand *init = linalgOp.getDpsInitOperand(resultIdx);
   AffineMap outMap = linalgOp.getMatchingIndexingMap(init);
-  if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/false))
+  // Constant-0 results are the size-1 dims a reduction with keepdim writes
+  // (torch-mlir's amax/sum/all with keepdim=True).
+  if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/true))
     return opaque(result, view,
                   "'" + op->getName().getStringRef().str() +
                       "' with a non-permutation output map");
   unsigned numLoops = linalgOp.getNumLoops();
   SmallVector<std::optional<Label>> loopLabels(numLoops);
-  for (unsigned r = 0; r < outMap.getNumResults(); ++r)
+  for (unsigned r = 0; r < outMap.getNumResults(); ++r) {
+    if (isa<AffineConstantExpr>(outMap.getResult(r))) {
+      if (view[r].kind != Label::Unit)
+        return opaque(result, view,
+                      "'" + op->getName().getStringRef().str() +
+                          "' with a constant output index on a dim read as " +
+                          view[r].str());
+      continue;
+    }
     loopLabels[outMap.getDimPosition(r)] = view[r];
+  }
 
   SmallVector<utils::IteratorType> iterators = linalgOp.getIteratorTypesArray();
   std::optional<Label> reduced;
@@ -557,11 +588,13 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
   }
 
   // A reduction: yield combine(acc, g) with g free of acc.
-  if ((y->kind != Expr::Add && y->kind != Expr::Max) || y->args.size() != 2)
+  if (!llvm::is_contained({Expr::Add, Expr::Max, Expr::And, Expr::Or},
+                          y->kind) ||
+      y->args.size() != 2)
     return opaque(result, view,
                   "'" + op->getName().getStringRef().str() +
-                      "' reducing with something other than an addf or a "
-                      "maximumf/maxnumf");
+                      "' reducing with something other than an addf, a "
+                      "maximumf/maxnumf or an andi/ori on i1");
   const Expr *g = nullptr;
   if (y->args[0]->kind == Expr::Acc)
     g = y->args[1];
@@ -570,10 +603,12 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
   if (!g || readsAcc(g))
     return opaque(result, view,
                   "'" + op->getName().getStringRef().str() +
-                      "' with a reduction body that is not acc + f(x) or "
-                      "max(acc, f(x))");
+                      "' with a reduction body that is not acc + f(x), "
+                      "max(acc, f(x)), acc and f(x) or acc or f(x)");
   Expr e;
-  e.kind = Expr::Reduce;
+  e.kind = y->kind == Expr::And  ? Expr::All
+           : y->kind == Expr::Or ? Expr::Any
+                                 : Expr::Reduce;
   e.isMax = y->kind == Expr::Max;
   e.label = *reduced;
   e.type = getElementTypeOrSelf(result.getType());
@@ -620,9 +655,11 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
       return opaque(result, view, "a TOSA operand of another rank");
     return eval(v, *inView);
   };
-  auto node = [&](Expr::Kind kind, ArrayRef<const Expr *> args) {
+  auto node = [&](Expr::Kind kind, ArrayRef<const Expr *> args,
+                  int64_t pred = 0) {
     Expr e;
     e.kind = kind;
+    e.pred = pred;
     e.type = elt;
     e.args.assign(args.begin(), args.end());
     visited.insert(op);
@@ -663,10 +700,9 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
     return node(Expr::Select,
                 {operand(select.getInput1()), operand(select.getInput2()),
                  operand(select.getInput3())});
-  if (isa<tosa::ReduceMaxOp, tosa::ReduceSumOp>(op)) {
-    int64_t axis = isa<tosa::ReduceMaxOp>(op)
-                       ? cast<tosa::ReduceMaxOp>(op).getAxis()
-                       : cast<tosa::ReduceSumOp>(op).getAxis();
+  if (isa<tosa::ReduceMaxOp, tosa::ReduceSumOp, tosa::ReduceAllOp,
+          tosa::ReduceAnyOp>(op)) {
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
     View rest = view;
     rest[axis] = Label::unit();
     std::optional<Label> reduced = reducedLabel(rest);
@@ -680,9 +716,15 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
     init.kind = Expr::Const;
     init.type = elt;
     bool isMax = isa<tosa::ReduceMaxOp>(op);
-    init.cst = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    // reduce_all starts from true (-1 as an i1 constant), reduce_any from
+    // false.
+    init.cst = isMax ? -std::numeric_limits<double>::infinity()
+               : isa<tosa::ReduceAllOp>(op) ? -1.0
+                                            : 0.0;
     Expr e;
-    e.kind = Expr::Reduce;
+    e.kind = isa<tosa::ReduceAllOp>(op)   ? Expr::All
+             : isa<tosa::ReduceAnyOp>(op) ? Expr::Any
+                                          : Expr::Reduce;
     e.isMax = isMax;
     e.label = *reduced;
     e.type = elt;
@@ -693,6 +735,18 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
   }
   if (auto logicalNot = dyn_cast<tosa::LogicalNotOp>(op))
     return node(Expr::Not, {operand(logicalNot.getInput1())});
+  if (auto logicalAnd = dyn_cast<tosa::LogicalAndOp>(op))
+    return node(Expr::And, {operand(logicalAnd.getInput1()),
+                            operand(logicalAnd.getInput2())});
+  if (auto logicalOr = dyn_cast<tosa::LogicalOrOp>(op))
+    return node(Expr::Or, {operand(logicalOr.getInput1()),
+                           operand(logicalOr.getInput2())});
+  if (auto equal = dyn_cast<tosa::EqualOp>(op);
+      equal && isa<FloatType>(getElementTypeOrSelf(equal.getInput1()))) {
+    return node(Expr::CmpF,
+                {operand(equal.getInput1()), operand(equal.getInput2())},
+                static_cast<int64_t>(arith::CmpFPredicate::OEQ));
+  }
   if (auto identity = dyn_cast<tosa::IdentityOp>(op)) {
     visited.insert(op);
     return eval(identity.getInput1(), view);
@@ -971,8 +1025,8 @@ std::optional<Contraction> raise::matchContraction(Operation *op,
 // Softmax
 //===----------------------------------------------------------------------===//
 
-std::optional<ProbMatch> raise::matchProbabilities(const Expr *p,
-                                                   std::string &why) {
+/// The softmax without torch's `_safe_softmax` select (matchProbabilities).
+static std::optional<ProbMatch> matchSoftmax(const Expr *p, std::string &why) {
   p = stripCasts(p);
   if (p->kind == Expr::Softmax) {
     if (p->label.kind != Label::Key) {
@@ -1076,6 +1130,113 @@ std::optional<ProbMatch> raise::matchProbabilities(const Expr *p,
       m.maxSubtracted = true;
     }
   }
+  return m;
+}
+
+/// `e` without its outer float casts that are exact (widenings): x == -inf
+/// holds before such a cast exactly when it holds after it.
+static const Expr *stripExactCasts(const Expr *e) {
+  while (e->kind == Expr::Cast && e->args[0]->type &&
+         isExactFloatCast(e->args[0]->type, e->type))
+    e = e->args[0];
+  return e;
+}
+
+namespace {
+/// A per-key or per-row test of scores against -inf: `x` the compared value,
+/// `hidden` true when the test holds exactly where x is -inf (per key), or
+/// where all of the row's x are -inf (per row); false when it holds exactly
+/// where they are not.
+struct NegInfTest {
+  const Expr *x = nullptr;
+  bool hidden = true;
+};
+} // namespace
+
+/// `b` as a per-key test x == -inf (`oeq`) or x != -inf (`une`), under
+/// logical nots. Other predicates are not read (`ueq`, `one` and `ole`
+/// differ from these on NaN or are not spelled by frontends).
+static std::optional<NegInfTest> keyNegInfTest(const Expr *b) {
+  bool flip = false;
+  while (b->kind == Expr::Not) {
+    flip = !flip;
+    b = b->args[0];
+  }
+  if (b->kind != Expr::CmpF)
+    return std::nullopt;
+  using P = arith::CmpFPredicate;
+  auto pred = static_cast<P>(b->pred);
+  if (pred != P::OEQ && pred != P::UNE)
+    return std::nullopt;
+  auto isNegInf = [](const Expr *e) {
+    e = stripCasts(e);
+    return e->kind == Expr::Const && std::isinf(e->cst) && e->cst < 0;
+  };
+  const Expr *x = isNegInf(b->args[1])   ? b->args[0]
+                  : isNegInf(b->args[0]) ? b->args[1]
+                                         : nullptr;
+  if (!x)
+    return std::nullopt;
+  return NegInfTest{x, (pred == P::OEQ) != flip};
+}
+
+/// `c` as a per-row test "all keys' x are -inf" (hidden) or "some key's x
+/// is not -inf" (not hidden): an and reduction over the key axis (from
+/// true) of x == -inf, an or reduction (from false) of x != -inf, under
+/// logical nots.
+static std::optional<NegInfTest> rowNegInfTest(const Expr *c) {
+  bool flip = false;
+  while (c->kind == Expr::Not) {
+    flip = !flip;
+    c = c->args[0];
+  }
+  if ((c->kind != Expr::All && c->kind != Expr::Any) ||
+      c->label.kind != Label::Key)
+    return std::nullopt;
+  bool isAll = c->kind == Expr::All;
+  const Expr *init = c->args[1];
+  if (init->kind != Expr::Const || (init->cst != 0.0) != isAll)
+    return std::nullopt;
+  std::optional<NegInfTest> key = keyNegInfTest(c->args[0]);
+  // all(x == -inf) or any(x != -inf); all(x != -inf) and any(x == -inf) are
+  // other tests.
+  if (!key || key->hidden != isAll)
+    return std::nullopt;
+  return NegInfTest{key->x, isAll != flip};
+}
+
+std::optional<ProbMatch> raise::matchProbabilities(const Expr *p,
+                                                   std::string &why) {
+  p = stripCasts(p);
+  // torch's _safe_softmax: select(all_j(x_j == -inf), 0, softmax(x)).
+  const Expr *rowTest = nullptr;
+  if (p->kind == Expr::Select) {
+    auto isZero = [](const Expr *e) {
+      e = stripCasts(e);
+      return e->kind == Expr::Const && e->cst == 0.0;
+    };
+    bool zeroWhenTrue = isZero(p->args[1]);
+    if (zeroWhenTrue || isZero(p->args[2])) {
+      std::optional<NegInfTest> test = rowNegInfTest(p->args[0]);
+      if (!test || test->hidden != zeroWhenTrue) {
+        why = "the probabilities are a select of 0 on a condition that is "
+              "not 'all of the row's scores are -inf'";
+        return std::nullopt;
+      }
+      rowTest = test->x;
+      p = p->args[zeroWhenTrue ? 2 : 1];
+    }
+  }
+  std::optional<ProbMatch> m = matchSoftmax(p, why);
+  if (!m || !rowTest)
+    return m;
+  if (!equalExprs(stripExactCasts(rowTest), stripExactCasts(m->scores),
+                  /*ignoreCasts=*/false)) {
+    why = "the probabilities are zeroed where another value than the "
+          "softmax's input is -inf";
+    return std::nullopt;
+  }
+  m->zeroesHiddenRows = true;
   return m;
 }
 

@@ -109,6 +109,13 @@ struct Expr {
     /// The logical negation of an i1 args[0] (arith.xori with true,
     /// tosa.logical_not).
     Not,
+    /// Float comparison with predicate `pred` (an arith::CmpFPredicate;
+    /// tosa.equal is `oeq`).
+    CmpF,
+    /// Logical and / or of i1 args[0], args[1] (arith.andi/ori on i1,
+    /// tosa.logical_and/or).
+    And,
+    Or,
     // Index arithmetic.
     AddI,
     SubI,
@@ -117,6 +124,11 @@ struct Expr {
     Reduce,
     /// linalg.softmax of args[0] over the dim `label`.
     Softmax,
+    /// A logical and / or reduction of i1 args[0] over the dim `label`
+    /// (`args[1]` the initial value): linalg reductions with an andi/ori
+    /// body, tosa.reduce_all / reduce_any.
+    All,
+    Any,
   };
   Kind kind;
   SmallVector<const Expr *, 3> args;
@@ -211,11 +223,18 @@ struct ProbMatch {
   const Expr *scores = nullptr;
   bool maxSubtracted = true;
   bool named = false;
+  /// Set when the softmax is torch's `_safe_softmax`: rows whose scores are
+  /// all -inf are replaced by 0 (fa.attention's contract for rows with no
+  /// visible key) rather than left NaN.
+  bool zeroesHiddenRows = false;
 };
 
 /// Recognizes `p` as a softmax over the key axis (linalg.softmax, or
 /// exp(x - max) / sum, exp(x) / sum, times a reciprocal; float casts around
-/// the steps are allowed).
+/// the steps are allowed), possibly under torch's `_safe_softmax` select:
+/// `select(all_j(x_j == -inf), 0, softmax(x))` (or the negated condition,
+/// `any_j(x_j != -inf)`, with the arms swapped), where the compared `x` is
+/// the softmax's own input up to exact float casts.
 std::optional<ProbMatch> matchProbabilities(const Expr *p, std::string &why);
 
 /// The scores: `alpha * (q k^T) + beta * mask`, with an optional causal

@@ -330,3 +330,163 @@ func.func @sdpa_bool_mask_bias(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// torch's _safe_softmax, as SDPA's math path uses it with a mask:
+// where(all_j(x_j == -inf), 0, softmax(x)) on the masked scores x. Rows whose
+// keys are all hidden give 0, which is fa.attention's contract; the select,
+// the comparison and the and reduction go with the chain.
+
+// CHECK-LABEL: func.func @sdpa_safe_softmax
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x6x10xi1>)
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.softmax
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x6x10xi1>) scale(5.000000e-01)
+// CHECK-NOT: linalg.generic
+func.func @sdpa_safe_softmax(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %true = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6x1xi1>
+  %rt = linalg.fill ins(%true : i1) outs(%r0 : tensor<2x6x1xi1>) -> tensor<2x6x1xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, 0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6x1xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6x1xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, 0)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6x1xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %zero, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// _safe_softmax with rows that are hidden completely: causal bottom_right
+// with Tq = 10 > Tk = 6 hides every key of rows 0-3, where the original
+// gives 0 (not NaN) and so does fa.attention. The test is spelled the other
+// way round (where(any_j(x_j != -inf), softmax(x), 0)), the scores are
+// compared in bf16 and the softmax (decomposed) runs in f32 on their exact
+// extension.
+
+// CHECK-LABEL: func.func @safe_softmax_fully_hidden_rows
+// CHECK-NOT: linalg.generic
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} scale(2.500000e-01) causal(bottom_right) : tensor<2x10x8xbf16>, tensor<2x6x8xbf16>, tensor<2x6x8xbf16> -> tensor<2x10x8xf32>
+// CHECK-NOT: linalg.generic
+func.func @safe_softmax_fully_hidden_rows(%q: tensor<2x10x8xbf16>, %k: tensor<2x6x8xbf16>, %v: tensor<2x6x8xbf16>) -> tensor<2x10x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %quarter = arith.constant 0.25 : bf16
+  %ninf = arith.constant 0xFF80 : bf16
+  %ninf32 = arith.constant 0xFF800000 : f32
+  %false = arith.constant false
+  %c4 = arith.constant 4 : index
+  %s0 = tensor.empty() : tensor<2x10x6xbf16>
+  %sz = linalg.fill ins(%zb : bf16) outs(%s0 : tensor<2x10x6xbf16>) -> tensor<2x10x6xbf16>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x10x8xbf16>, tensor<2x6x8xbf16>) outs(%sz : tensor<2x10x6xbf16>) -> tensor<2x10x6xbf16>
+  %x = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x10x6xbf16>) outs(%s0 : tensor<2x10x6xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %jj = arith.addi %j, %c4 : index
+    %keep = arith.cmpi sle, %jj, %i : index
+    %y = arith.mulf %a, %quarter : bf16
+    %r = arith.select %keep, %y, %ninf : bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x10x6xbf16>
+  // softmax(extf(x)) in f32, decomposed.
+  %m0 = tensor.empty() : tensor<2x10xf32>
+  %mi = linalg.fill ins(%ninf32 : f32) outs(%m0 : tensor<2x10xf32>) -> tensor<2x10xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<2x10x6xbf16>) outs(%mi : tensor<2x10xf32>) {
+  ^bb0(%a: bf16, %acc: f32):
+    %e = arith.extf %a : bf16 to f32
+    %r = arith.maximumf %acc, %e : f32
+    linalg.yield %r : f32
+  } -> tensor<2x10xf32>
+  %f0 = tensor.empty() : tensor<2x10x6xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %mx : tensor<2x10x6xbf16>, tensor<2x10xf32>) outs(%f0 : tensor<2x10x6xf32>) {
+  ^bb0(%a: bf16, %m: f32, %o: f32):
+    %e = arith.extf %a : bf16 to f32
+    %d = arith.subf %e, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<2x10x6xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%m0 : tensor<2x10xf32>) -> tensor<2x10xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<2x10x6xf32>) outs(%si : tensor<2x10xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x10xf32>
+  %b0 = tensor.empty() : tensor<2x10x6xi1>
+  %ne = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x10x6xbf16>) outs(%b0 : tensor<2x10x6xi1>) {
+  ^bb0(%a: bf16, %o: i1):
+    %c = arith.cmpf une, %a, %ninf : bf16
+    linalg.yield %c : i1
+  } -> tensor<2x10x6xi1>
+  %r0 = tensor.empty() : tensor<2x10xi1>
+  %rf = linalg.fill ins(%false : i1) outs(%r0 : tensor<2x10xi1>) -> tensor<2x10xi1>
+  %any = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ne : tensor<2x10x6xi1>) outs(%rf : tensor<2x10xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.ori %acc, %a : i1
+    linalg.yield %c : i1
+  } -> tensor<2x10xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ex, %sum, %any : tensor<2x10x6xf32>, tensor<2x10xf32>, tensor<2x10xi1>) outs(%f0 : tensor<2x10x6xf32>) {
+  ^bb0(%a: f32, %d: f32, %c: i1, %o: f32):
+    %pr = arith.divf %a, %d : f32
+    %r = arith.select %c, %pr, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<2x10x6xf32>
+  %o0 = tensor.empty() : tensor<2x10x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x10x8xf32>) -> tensor<2x10x8xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, i, e, j) -> (b, i, j)>, affine_map<(b, i, e, j) -> (b, j, e)>, affine_map<(b, i, e, j) -> (b, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x10x6xf32>, tensor<2x6x8xbf16>) outs(%oz : tensor<2x10x8xf32>) {
+  ^bb0(%a: f32, %b: bf16, %acc: f32):
+    %bb = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a, %bb : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x10x8xf32>
+  return %o : tensor<2x10x8xf32>
+}

@@ -736,3 +736,417 @@ func.func @bias_select_not_zero(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// _safe_softmax's select with any_j(x_j == -inf) (an or reduction from false): rows with one hidden key would be zeroed.
+
+// CHECK-LABEL: func.func @safe_softmax_any_hidden
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_any_hidden(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant false
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.ori %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are a select of 0 on a condition that is not 'all of the row's scores are -inf'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// An and reduction that starts from false is false everywhere: not the row test.
+
+// CHECK-LABEL: func.func @safe_softmax_and_from_false
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_and_from_false(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant false
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are a select of 0 on a condition that is not 'all of the row's scores are -inf'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// x ueq -inf also holds for NaN scores; only oeq (and une for the negated test) are read.
+
+// CHECK-LABEL: func.func @safe_softmax_ueq
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_ueq(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf ueq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are a select of 0 on a condition that is not 'all of the row's scores are -inf'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// The and reduction runs over the query axis: a column test, not a row test.
+
+// CHECK-LABEL: func.func @safe_softmax_query_axis
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_query_axis(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x10xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x10xi1>) -> tensor<2x10xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, j)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x10xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x10xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x10xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are a select of 0 on a condition that is not 'all of the row's scores are -inf'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// The test reads the bias rather than the softmax's input: not the row test of the scores.
+
+// CHECK-LABEL: func.func @safe_softmax_compares_mask
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_compares_mask(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%bias : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are zeroed where another value than the softmax's input is -inf}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// The test reads the scores truncated to f16, which are -inf for finite scores below -65520: not the softmax's input up to an exact cast.
+
+// CHECK-LABEL: func.func @safe_softmax_compares_truncated
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_compares_truncated(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %t = arith.truncf %a : f32 to f16
+    %c = arith.cmpf oeq, %t, %ninf16 : f16
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are zeroed where another value than the softmax's input is -inf}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// The select puts 0.5, not 0, in the hidden rows.
+
+// CHECK-LABEL: func.func @safe_softmax_nonzero_fill
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_nonzero_fill(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.5 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: expected the probabilities to be a softmax (linalg.softmax, or exponentials divided by their sum), got a select}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}

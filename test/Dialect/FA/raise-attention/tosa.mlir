@@ -137,3 +137,37 @@ func.func @tosa_logical_not_select(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>,
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x8x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// torch's _safe_softmax through TOSA: tosa.select(tosa.reduce_all(
+// tosa.equal(x, -inf)), 0, softmax(x)) on the masked scores x. It goes with
+// the chain.
+
+// CHECK-LABEL: func.func @tosa_safe_softmax
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x8x8xi1>)
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x8x8xi1>) scale(5.000000e-01)
+// CHECK-NOT: tosa.reduce_all
+// CHECK-NOT: tosa.select
+func.func @tosa_safe_softmax(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>, %keep: tensor<2x8x8xi1>) -> tensor<2x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %zeros = "tosa.const"() <{values = dense<0.0> : tensor<2x8x8xf32>}> : () -> tensor<2x8x8xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x8x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x8xf32>
+  %sc = tosa.mul %s, %half, %shift : (tensor<2x8x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x8x8xf32>
+  %sm = tosa.select %keep, %sc, %ninf : (tensor<2x8x8xi1>, tensor<2x8x8xf32>, tensor<1x1x1xf32>) -> tensor<2x8x8xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x8x8xf32>, tensor<2x8x1xf32>) -> tensor<2x8x8xf32>
+  %e = tosa.exp %d : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %p0 = tosa.mul %e, %rl, %shift : (tensor<2x8x8xf32>, tensor<2x8x1xf32>, tensor<1xi8>) -> tensor<2x8x8xf32>
+  %eq = tosa.equal %sm, %ninf : (tensor<2x8x8xf32>, tensor<1x1x1xf32>) -> tensor<2x8x8xi1>
+  %all = tosa.reduce_all %eq {axis = 2 : i32} : (tensor<2x8x8xi1>) -> tensor<2x8x1xi1>
+  %p = tosa.select %all, %zeros, %p0 : (tensor<2x8x1xi1>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x8x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}

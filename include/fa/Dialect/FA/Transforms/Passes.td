@@ -158,7 +158,13 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       -inf or the lowest finite value of the type the max is taken in; with
       or without the max subtraction; float casts (upcast before,
       truncation after) on the scores and probabilities, exact upcasts only
-      on q, k, v and the mask; `tosa.identity` anywhere;
+      on q, k, v and the mask; `tosa.identity` anywhere; torch's
+      `_safe_softmax` around it, `select(all_j(x_j == -inf), 0,
+      softmax(x))` (`cmpf oeq` under an and reduction from true, or `une`
+      under an or reduction from false with the arms swapped; linalg
+      reductions with `andi`/`ori` bodies, `tosa.equal`,
+      `tosa.reduce_all`/`reduce_any`) where x is the softmax's input up to
+      exact casts: it zeroes exactly the rows fa.attention gives 0;
     - the scores: `alpha * (q k^T) + beta * mask` where scalings are
       multiplications or divisions by positive constants (on the scores, or
       on q or k when exact: a power of two or computed in f32), an additive
