@@ -514,18 +514,14 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   m.k = k;
   // A scaled v is not foldable: only exact upcasts and layout changes are
   // looked through.
-  auto [vLooked, vFactor] = lookThroughOperand(*ev, ViewedValue{vValue, vView});
-  m.v = vFactor == 1.0 ? vLooked : ViewedValue{vValue, vView};
+  ViewedValue vOperand{vValue, vView};
+  auto [vLooked, vFactor] = lookThroughOperand(*ev, vOperand);
+  m.v = vFactor == 1.0 ? vLooked : vOperand;
   if (ev->splitError) {
     why = *ev->splitError;
     return std::nullopt;
   }
   m.splits = ev->getSplits();
-  m.scale = scores->alpha * qFactor * kFactor;
-  if (!(m.scale > 0) || !std::isfinite(m.scale)) {
-    why = "the scale is not finite and positive";
-    return std::nullopt;
-  }
 
   SmallVector<Label> batch = canonicalBatch(m);
   auto with = [&](Label::Kind a, Label::Kind b) {
@@ -534,11 +530,30 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     t.push_back(Label::of(b));
     return t;
   };
-  if (!canCanonicalize(m.q, with(Label::Query, Label::Head), false) ||
-      !canCanonicalize(m.k, with(Label::Key, Label::Head), false) ||
-      !canCanonicalize(m.v, with(Label::Key, Label::ValueHead), false)) {
+  // An operand that looking through leaves without a batch dim was
+  // broadcast along it (k and v repeated over the query heads of a group,
+  // as GQA/MQA models write it): fa.attention takes it as the product
+  // reads it, the broadcast materialized as in the original.
+  auto covering = [&](ViewedValue &x, double &factor,
+                      const ViewedValue &operand, Label::Kind a,
+                      Label::Kind b) {
+    if (canCanonicalize(x, with(a, b), false))
+      return true;
+    x = operand;
+    factor = 1.0;
+    return canCanonicalize(x, with(a, b), false);
+  };
+  double unusedFactor = 1.0;
+  if (!covering(m.q, qFactor, qOperand, Label::Query, Label::Head) ||
+      !covering(m.k, kFactor, kOperand, Label::Key, Label::Head) ||
+      !covering(m.v, unusedFactor, vOperand, Label::Key, Label::ValueHead)) {
     why = "q, k or v do not cover the batch dims of the output (a "
           "broadcast operand)";
+    return std::nullopt;
+  }
+  m.scale = scores->alpha * qFactor * kFactor;
+  if (!(m.scale > 0) || !std::isfinite(m.scale)) {
+    why = "the scale is not finite and positive";
     return std::nullopt;
   }
   for (const ViewedValue *x : {&m.q, &m.k, &m.v}) {

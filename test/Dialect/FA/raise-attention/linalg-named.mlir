@@ -169,3 +169,64 @@ func.func @in_scf_for(%q: tensor<6x4xf32>, %k: tensor<6x4xf32>, %v: tensor<6x4xf
   }
   return %r : tensor<6x4xf32>
 }
+
+// -----
+
+// GQA as models write it: k and v with 3 heads repeated over groups of 2
+// query heads (a broadcast generic / linalg.broadcast to [B, 3, 2, T, D],
+// collapsed to [B, 6, T, D]). fa.attention takes them as the products read
+// them (the broadcast materialized, as in the original); the head dim
+// split by the collapse is split in the op too.
+
+// CHECK-LABEL: func.func @gqa_broadcast_kv
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x6x8x4xf32>, %[[K:.+]]: tensor<2x3x8x4xf32>, %[[V:.+]]: tensor<2x3x8x4xf32>)
+// CHECK-DAG: %[[KB:.+]] = linalg.generic {{.*}} ins(%[[K]] : tensor<2x3x8x4xf32>)
+// CHECK-DAG: %[[VB:.+]] = linalg.broadcast ins(%[[V]] : tensor<2x3x8x4xf32>)
+// CHECK: %[[O:.+]] = fa.attention %{{.+}}, %{{.+}}, %{{.+}} scale(5.000000e-01) : tensor<2x3x2x8x4xf32>, tensor<2x3x2x8x4xf32>, tensor<2x3x2x8x4xf32> -> tensor<2x3x2x8x4xf32>
+// CHECK: %[[OC:.+]] = tensor.collapse_shape %[[O]] {{\[\[}}0], [1, 2], [3], [4]] : tensor<2x3x2x8x4xf32> into tensor<2x6x8x4xf32>
+// CHECK: return %[[OC]]
+
+#gq4 = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#gk4 = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#gs4 = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#gp4 = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#gv4 = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#go4 = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+func.func @gqa_broadcast_kv(%q: tensor<2x6x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>) -> tensor<2x6x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ke0 = tensor.empty() : tensor<2x3x2x8x4xf32>
+  %ke = linalg.generic {indexing_maps = [affine_map<(b, h, g, t, d) -> (b, h, t, d)>, affine_map<(b, h, g, t, d) -> (b, h, g, t, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%k : tensor<2x3x8x4xf32>) outs(%ke0 : tensor<2x3x2x8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x3x2x8x4xf32>
+  %kc = tensor.collapse_shape %ke [[0], [1, 2], [3], [4]] : tensor<2x3x2x8x4xf32> into tensor<2x6x8x4xf32>
+  %ve = linalg.broadcast ins(%v : tensor<2x3x8x4xf32>) outs(%ke0 : tensor<2x3x2x8x4xf32>) dimensions = [2]
+  %vc = tensor.collapse_shape %ve [[0], [1, 2], [3], [4]] : tensor<2x3x2x8x4xf32> into tensor<2x6x8x4xf32>
+  %s0 = tensor.empty() : tensor<2x6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x8x8xf32>) -> tensor<2x6x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#gq4, #gk4, #gs4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kc : tensor<2x6x8x4xf32>, tensor<2x6x8x4xf32>) outs(%sz : tensor<2x6x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8x8xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(b,h,i,j)->(b,h,i,j)>, affine_map<(b,h,i,j)->(b,h,i,j)>], iterator_types = ["parallel","parallel","parallel","parallel"]} ins(%s : tensor<2x6x8x8xf32>) outs(%s0 : tensor<2x6x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8x8xf32>
+  %p = linalg.softmax dimension(3) ins(%sc : tensor<2x6x8x8xf32>) outs(%s0 : tensor<2x6x8x8xf32>) -> tensor<2x6x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x8x4xf32>) -> tensor<2x6x8x4xf32>
+  %o = linalg.generic {indexing_maps = [#gp4, #gv4, #go4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %vc : tensor<2x6x8x8xf32>, tensor<2x6x8x4xf32>) outs(%oz : tensor<2x6x8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8x4xf32>
+  return %o : tensor<2x6x8x4xf32>
+}

@@ -186,7 +186,9 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       dim split in two operands with at most one dynamic part) anywhere in
       the chain. q, k, v are brought to `[batch..., T, D]` with
       transpose / expand_shape; a batch dim that a reshape splits is split
-      in the fa.attention too, and merged back for the product's users.
+      in the fa.attention too, and merged back for the product's users;
+      k or v broadcast over query heads before a reshape (GQA/MQA repeats)
+      are passed as the product reads them, the broadcast materialized.
 
     The replacement has exactly the product's result type (converted,
     transposed and reshaped as needed); the chain ops that die are erased.
