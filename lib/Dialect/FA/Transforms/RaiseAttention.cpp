@@ -28,6 +28,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -390,6 +391,25 @@ lookThroughOperand(ChainEvaluator &ev, const ViewedValue &operand) {
   return {operand, 1.0};
 }
 
+/// The first step of the scores `e` (above its leaves) that can round a
+/// finite value to -inf where fa.attention, adding in f32, does not: a
+/// float cast that is not exact, or f16 arithmetic (f16's range, 65504, is
+/// within reach of a mask of the f16 lowest plus a score). Null if none.
+static const Expr *roundingStep(const Expr *e) {
+  if (e->kind == Expr::Leaf)
+    return nullptr;
+  if (e->kind == Expr::Cast && !isExactFloatCast(e->args[0]->type, e->type))
+    return e;
+  if (llvm::is_contained({Expr::Add, Expr::Sub, Expr::Mul, Expr::Div},
+                         e->kind) &&
+      e->type && e->type.isF16())
+    return e;
+  for (const Expr *a : e->args)
+    if (const Expr *r = roundingStep(a))
+      return r;
+  return nullptr;
+}
+
 static bool isSupportedFloat(Type t) {
   return t.isF16() || t.isBF16() || t.isF32();
 }
@@ -583,6 +603,9 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   };
   if (fillTooSmall(scores->fill))
     return std::nullopt;
+  // The largest value a select or a constant causal mask puts in place of
+  // hidden scores (-inf: none, or all -inf).
+  double hiddenFill = scores->fill;
   if (scores->mask) {
     // The mask reaches the scores through float casts that must be exact:
     // a rounding to f16/bf16 on the way changes the mask the op would add.
@@ -598,6 +621,7 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     if (auto c = matchCausalConstant(leaf, scores->mask->type, hiddenMax)) {
       if (fillTooSmall(hiddenMax * scores->beta))
         return std::nullopt;
+      hiddenFill = std::max(hiddenFill, hiddenMax * scores->beta);
       if (offset) {
         why = "the scores are causally masked twice";
         return std::nullopt;
@@ -624,6 +648,30 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
       why = "the i1 mask has a dim that is not a batch, query or key dim";
       return std::nullopt;
     }
+  }
+  // torch's _safe_softmax zeroes the rows whose scores are all -inf;
+  // fa.attention zeroes the rows with no visible key. The two agree when
+  // every hidden score is -inf in the original and no finite one rounds to
+  // -inf there.
+  if (probs->zeroesHiddenRows) {
+    if (std::isfinite(hiddenFill)) {
+      why = "the softmax zeroes the rows whose scores are all -inf "
+            "(_safe_softmax), but the mask hides keys with a finite value (" +
+            llvm::formatv("{0:e}", hiddenFill).str() +
+            "): a row it hides completely keeps its weights in the original "
+            "and gets 0 from fa.attention";
+      return std::nullopt;
+    }
+    if (m.mask)
+      if (const Expr *r = roundingStep(probs->scores)) {
+        why = "the softmax zeroes the rows whose scores are all -inf "
+              "(_safe_softmax), and the scores with the additive mask are " +
+              std::string(r->kind == Expr::Cast ? "rounded to "
+                                                : "computed in ") +
+              typeString(r->type) +
+              ", where a finite mask value plus a score can round to -inf";
+        return std::nullopt;
+      }
   }
   if (offset) {
     auto sTy = cast<RankedTensorType>(product->value.getType());

@@ -234,7 +234,8 @@ struct ProbMatch {
 /// the steps are allowed), possibly under torch's `_safe_softmax` select:
 /// `select(all_j(x_j == -inf), 0, softmax(x))` (or the negated condition,
 /// `any_j(x_j != -inf)`, with the arms swapped), where the compared `x` is
-/// the softmax's own input up to exact float casts.
+/// the softmax's own input up to exact float casts. The rewrite checks the
+/// rest (the mask's hidden values are -inf; no rounding to -inf).
 std::optional<ProbMatch> matchProbabilities(const Expr *p, std::string &why);
 
 /// The scores: `alpha * (q k^T) + beta * mask`, with an optional causal

@@ -1184,3 +1184,139 @@ func.func @mqa_k_broadcast_map(%q: tensor<2x6x8x4xf32>, %k: tensor<2x8x4xf32>, %
   } -> tensor<2x6x8x4xf32>
   return %o : tensor<2x6x8x4xf32>
 }
+
+// -----
+
+// _safe_softmax over scores hidden by select(keep, s, -FLT_MAX): a finite
+// fill is never -inf, so the original gives a row that keep hides
+// completely the mean of v, where fa.attention (reading the fill as -inf)
+// gives 0: untouched. (Without the _safe_softmax select the original gives
+// NaN there; see RAISE.md.)
+
+// CHECK-LABEL: func.func @safe_softmax_lowest_fill
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_lowest_fill(%q: tensor<2x6x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x4xf32>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %nzero = arith.constant -0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %pinf = arith.constant 0x7F800000 : f32
+  %nan = arith.constant 0x7FC00000 : f32
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %big = arith.constant -1.0e+30 : f32
+  %true = arith.constant true
+  %false = arith.constant false
+  %keep = arith.constant dense<[[[false, false, false, false, false, false], [true, false, false, false, false, false], [true, true, true, true, true, true], [true, true, false, true, true, true], [true, true, true, true, false, false], [false, false, false, false, false, false]], [[true, true, true, true, true, true], [false, false, false, false, false, false], [false, false, false, false, false, true], [false, false, false, false, false, false], [false, true, true, true, true, true], [true, false, true, false, true, false]]]> : tensor<2x6x6xi1>
+  %s0 = tensor.empty() : tensor<2x6x6xf32>
+  %e0 = tensor.empty() : tensor<2x6x6xi1>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x6xf32>) -> tensor<2x6x6xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x6x4xf32>) outs(%sz : tensor<2x6x6xf32>) -> tensor<2x6x6xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %keep : tensor<2x6x6xf32>, tensor<2x6x6xi1>) outs(%s0 : tensor<2x6x6xf32>) {
+  ^bb0(%a: f32, %m: i1, %o: f32):
+    %y = arith.mulf %a, %half : f32
+    %r = arith.select %m, %y, %lowest : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x6xf32>
+  %p0 = linalg.softmax dimension(2) ins(%x : tensor<2x6x6xf32>) outs(%s0 : tensor<2x6x6xf32>) -> tensor<2x6x6xf32>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x6x6xf32>) outs(%e0 : tensor<2x6x6xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c0 = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c0 : i1
+  } -> tensor<2x6x6xi1>
+  %r0 = tensor.empty() : tensor<2x6x1xi1>
+  %rt = linalg.fill ins(%true : i1) outs(%r0 : tensor<2x6x1xi1>) -> tensor<2x6x1xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, 0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x6xi1>) outs(%rt : tensor<2x6x1xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6x1xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, 0)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6x1xi1>, tensor<2x6x6xf32>) outs(%s0 : tensor<2x6x6xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %zero, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x6xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the softmax zeroes the rows whose scores are all -inf (_safe_softmax), but the mask hides keys with a finite value (-3.402823e+38): a row it hides completely keeps its weights in the original and gets 0 from fa.attention}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x6xf32>, tensor<2x6x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
+// _safe_softmax on scores truncated to f16 after an additive f32 mask of
+// -1e5: the truncation turns the rows the mask hides completely into -inf,
+// which _safe_softmax zeroes, where fa.attention adds the mask in f32 and
+// gives those rows weights: untouched.
+
+// CHECK-LABEL: func.func @safe_softmax_mask_rounded_to_f16
+// CHECK-NOT: fa.attention
+func.func @safe_softmax_mask_rounded_to_f16(%q: tensor<2x6x4xf16>, %k: tensor<2x6x4xf16>, %v: tensor<2x6x4xf16>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %zh = arith.constant 0.0 : f16
+  %half = arith.constant 0.5 : f32
+  %ninfh = arith.constant 0xFC00 : f16
+  %true = arith.constant true
+  %fm = arith.constant dense<[[[-1.0e5, -1.0e5, -1.0e5, -1.0e5, -1.0e5, -1.0e5], [0.0, -1.0e5, -1.0e5, -1.0e5, -1.0e5, -1.0e5], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, -1.0e5, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, -1.0e5, -1.0e5], [-1.0e5, -1.0e5, -1.0e5, -1.0e5, -1.0e5, -1.0e5]], [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]]> : tensor<2x6x6xf32>
+  %s0 = tensor.empty() : tensor<2x6x6xf32>
+  %h0 = tensor.empty() : tensor<2x6x6xf16>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x6xf32>) -> tensor<2x6x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x6x4xf16>, tensor<2x6x4xf16>) outs(%sz : tensor<2x6x6xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %ae = arith.extf %a : f16 to f32
+    %be = arith.extf %b : f16 to f32
+    %m = arith.mulf %ae, %be : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x6xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %fm : tensor<2x6x6xf32>, tensor<2x6x6xf32>) outs(%h0 : tensor<2x6x6xf16>) {
+  ^bb0(%a: f32, %m: f32, %o: f16):
+    %y = arith.mulf %a, %half : f32
+    %r = arith.addf %y, %m : f32
+    %t = arith.truncf %r : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<2x6x6xf16>
+  %p0 = linalg.softmax dimension(2) ins(%x : tensor<2x6x6xf16>) outs(%h0 : tensor<2x6x6xf16>) -> tensor<2x6x6xf16>
+  %e0 = tensor.empty() : tensor<2x6x6xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x6x6xf16>) outs(%e0 : tensor<2x6x6xi1>) {
+  ^bb0(%a: f16, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninfh : f16
+    linalg.yield %c : i1
+  } -> tensor<2x6x6xi1>
+  %r0 = tensor.empty() : tensor<2x6x1xi1>
+  %rt = linalg.fill ins(%true : i1) outs(%r0 : tensor<2x6x1xi1>) -> tensor<2x6x1xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, 0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x6xi1>) outs(%rt : tensor<2x6x1xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6x1xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, 0)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6x1xi1>, tensor<2x6x6xf16>) outs(%h0 : tensor<2x6x6xf16>) {
+  ^bb0(%c: i1, %a: f16, %o: f16):
+    %r = arith.select %c, %zh, %a : f16
+    linalg.yield %r : f16
+  } -> tensor<2x6x6xf16>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the softmax zeroes the rows whose scores are all -inf (_safe_softmax), and the scores with the additive mask are rounded to f16, where a finite mask value plus a score can round to -inf}}
+  %o = linalg.generic {indexing_maps = [affine_map<(b, i, e, j) -> (b, i, j)>, affine_map<(b, i, e, j) -> (b, j, e)>, affine_map<(b, i, e, j) -> (b, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x6x6xf16>, tensor<2x6x4xf16>) outs(%oz : tensor<2x6x4xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %ae = arith.extf %a : f16 to f32
+    %be = arith.extf %b : f16 to f32
+    %m = arith.mulf %ae, %be : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}

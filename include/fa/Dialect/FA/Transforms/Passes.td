@@ -164,7 +164,10 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       under an or reduction from false with the arms swapped; linalg
       reductions with `andi`/`ori` bodies, `tosa.equal`,
       `tosa.reduce_all`/`reduce_any`) where x is the softmax's input up to
-      exact casts: it zeroes exactly the rows fa.attention gives 0;
+      exact casts, every hidden score -inf (no finite fill) and, with an
+      additive mask, no rounding of the masked scores to f16/bf16 nor f16
+      arithmetic on them: it then zeroes exactly the rows fa.attention
+      gives 0;
     - the scores: `alpha * (q k^T) + beta * mask` where scalings are
       multiplications or divisions by positive constants (on the scores, or
       on q or k when exact: a power of two or computed in f32), an additive
