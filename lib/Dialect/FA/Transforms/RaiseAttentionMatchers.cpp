@@ -240,9 +240,11 @@ const Expr *ChainEvaluator::leaf(Value v, const View &view) {
 }
 
 const Expr *ChainEvaluator::opaque(Value v, const View &view,
-                                   std::string reason) {
+                                   std::string reason,
+                                   ArrayRef<const Expr *> reads) {
   Expr e;
   e.kind = Expr::Opaque;
+  e.args.assign(reads.begin(), reads.end());
   e.value = v;
   e.view = view;
   e.reason = std::move(reason);
@@ -513,6 +515,7 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
   }
 
   DenseMap<Value, const Expr *> env;
+  SmallVector<const Expr *> reads;
   Block *body = linalgOp.getBlock();
   for (OpOperand *input : linalgOp.getDpsInputOperands()) {
     BlockArgument arg = linalgOp.getMatchingBlockArgument(input);
@@ -535,6 +538,7 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
       inView.push_back(Label::unit());
     }
     env[arg] = eval(input->get(), inView);
+    reads.push_back(env[arg]);
   }
   for (OpOperand &out : linalgOp.getDpsInitsMutable()) {
     BlockArgument arg = linalgOp.getMatchingBlockArgument(&out);
@@ -562,7 +566,8 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
       return opaque(result, view,
                     "an unsupported op '" +
                         bodyOp.getName().getStringRef().str() + "' in '" +
-                        op->getName().getStringRef().str() + "'");
+                        op->getName().getStringRef().str() + "'",
+                    reads);
     SmallVector<const Expr *> args;
     for (Value operand : bodyOp.getOperands())
       args.push_back(evalScalar(operand, env));
@@ -570,7 +575,8 @@ const Expr *ChainEvaluator::evalLinalg(Operation *op, unsigned resultIdx,
     if (e->kind == Expr::Opaque)
       return opaque(result, view,
                     e->reason + " in '" + op->getName().getStringRef().str() +
-                        "'");
+                        "'",
+                    reads);
     env[bodyOp.getResult(0)] = e;
   }
   Value yielded = body->getTerminator()->getOperand(resultIdx);

@@ -84,7 +84,8 @@ struct Expr {
   enum Kind {
     /// A tensor read at the point (`value`, `view`).
     Leaf,
-    /// Something the evaluator does not understand (`reason` says what).
+    /// Something the evaluator does not understand (`reason` says what);
+    /// `args` are what it reads, where known.
     Opaque,
     /// A scalar constant (`cst`, of type `type`).
     Const,
@@ -177,7 +178,11 @@ public:
 private:
   const Expr *make(Expr e);
   const Expr *leaf(Value v, const View &view);
-  const Expr *opaque(Value v, const View &view, std::string reason);
+  /// An Opaque node; `reads` are the expressions the op reads (kept so that
+  /// a product consuming an exp through an unsupported op is still a near
+  /// miss worth a remark).
+  const Expr *opaque(Value v, const View &view, std::string reason,
+                     ArrayRef<const Expr *> reads = {});
   const Expr *evalScalar(Value v, DenseMap<Value, const Expr *> &env);
   const Expr *evalScalarOp(Operation *op, ArrayRef<const Expr *> args);
   const Expr *evalLinalg(Operation *op, unsigned resultIdx, const View &view);

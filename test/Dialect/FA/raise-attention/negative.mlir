@@ -1320,3 +1320,66 @@ func.func @safe_softmax_mask_rounded_to_f16(%q: tensor<2x6x4xf16>, %k: tensor<2x
   } -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// An op the evaluator does not read (arith.xori with false) in the generic
+// that computes the probabilities from a softmax: untouched, and the remark
+// names the op (the product still consumes a softmax through it).
+
+// CHECK-LABEL: func.func @probabilities_unsupported_body_op
+// CHECK-NOT: fa.attention
+func.func @probabilities_unsupported_body_op(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fillv = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %ninf16 = arith.constant 0xFC00 : f16
+  %init = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6xi1>
+  %rt = linalg.fill ins(%init : i1) outs(%r0 : tensor<2x6xi1>) -> tensor<2x6xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c0: i1, %a: f32, %o: f32):
+    %false = arith.constant false
+    %c = arith.xori %c0, %false : i1
+    %r = arith.select %c, %fillv, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are computed with an unsupported op 'arith.xori' in 'linalg.generic'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
