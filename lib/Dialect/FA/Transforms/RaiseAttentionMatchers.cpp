@@ -295,6 +295,16 @@ static bool isTrueConst(const Expr *a) {
   return a->kind == Expr::Const && a->cst != 0.0;
 }
 
+/// The operand of a logical and with true or an or with false that is not
+/// that constant (the op's value), or null.
+static const Expr *logicalIdentityOperand(bool isAnd,
+                                          ArrayRef<const Expr *> args) {
+  for (int i = 0; i < 2; ++i)
+    if (args[i]->kind == Expr::Const && (args[i]->cst != 0.0) == isAnd)
+      return args[1 - i];
+  return nullptr;
+}
+
 const Expr *ChainEvaluator::evalScalarOp(Operation *op,
                                          ArrayRef<const Expr *> args) {
   Expr e;
@@ -338,12 +348,20 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
   } else if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
     e.kind = Expr::CmpF;
     e.pred = static_cast<int64_t>(cmp.getPredicate());
-  } else if (isa<arith::AndIOp>(op) && e.type.isInteger(1))
-    e.kind = Expr::And;
-  else if (isa<arith::OrIOp>(op) && e.type.isInteger(1))
-    e.kind = Expr::Or;
-  else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
-           llvm::any_of(args, isTrueConst)) {
+  } else if (isa<arith::AndIOp, arith::OrIOp>(op) && e.type.isInteger(1)) {
+    bool isAnd = isa<arith::AndIOp>(op);
+    if (const Expr *other = logicalIdentityOperand(isAnd, args))
+      return other;
+    e.kind = isAnd ? Expr::And : Expr::Or;
+  } else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
+             llvm::any_of(args, [](const Expr *a) {
+               return a->kind == Expr::Const && a->cst == 0.0;
+             })) {
+    // xori with false: the other operand.
+    return args[0]->kind == Expr::Const && args[0]->cst == 0.0 ? args[1]
+                                                               : args[0];
+  } else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
+             llvm::any_of(args, isTrueConst)) {
     // xori with true: a logical not of the other operand.
     e.kind = Expr::Not;
     e.args.assign({isTrueConst(args[0]) ? args[1] : args[0]});
@@ -741,12 +759,16 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
   }
   if (auto logicalNot = dyn_cast<tosa::LogicalNotOp>(op))
     return node(Expr::Not, {operand(logicalNot.getInput1())});
-  if (auto logicalAnd = dyn_cast<tosa::LogicalAndOp>(op))
-    return node(Expr::And, {operand(logicalAnd.getInput1()),
-                            operand(logicalAnd.getInput2())});
-  if (auto logicalOr = dyn_cast<tosa::LogicalOrOp>(op))
-    return node(Expr::Or, {operand(logicalOr.getInput1()),
-                           operand(logicalOr.getInput2())});
+  if (isa<tosa::LogicalAndOp, tosa::LogicalOrOp>(op)) {
+    bool isAnd = isa<tosa::LogicalAndOp>(op);
+    const Expr *args[] = {operand(op->getOperand(0)),
+                          operand(op->getOperand(1))};
+    if (const Expr *other = logicalIdentityOperand(isAnd, args)) {
+      visited.insert(op);
+      return other;
+    }
+    return node(isAnd ? Expr::And : Expr::Or, args);
+  }
   if (auto equal = dyn_cast<tosa::EqualOp>(op);
       equal && isa<FloatType>(getElementTypeOrSelf(equal.getInput1()))) {
     return node(Expr::CmpF,
@@ -1159,9 +1181,11 @@ struct NegInfTest {
 };
 } // namespace
 
-/// `b` as a per-key test x == -inf (`oeq`) or x != -inf (`une`), under
-/// logical nots. Other predicates are not read (`ueq`, `one` and `ole`
-/// differ from these on NaN or are not spelled by frontends).
+/// `b` as a per-key test x == -inf or x != -inf, under logical nots. With x
+/// on the left, `oeq` and `ole` (nothing lies below -inf) test x == -inf,
+/// `une` and `ugt` x != -inf (true on NaN, as the negation of `oeq` is);
+/// with x on the right the mirrored predicates. Others (`ueq`, `one`, ...)
+/// differ from these on NaN and are not read.
 static std::optional<NegInfTest> keyNegInfTest(const Expr *b) {
   bool flip = false;
   while (b->kind == Expr::Not) {
@@ -1170,20 +1194,23 @@ static std::optional<NegInfTest> keyNegInfTest(const Expr *b) {
   }
   if (b->kind != Expr::CmpF)
     return std::nullopt;
-  using P = arith::CmpFPredicate;
-  auto pred = static_cast<P>(b->pred);
-  if (pred != P::OEQ && pred != P::UNE)
-    return std::nullopt;
   auto isNegInf = [](const Expr *e) {
     e = stripCasts(e);
     return e->kind == Expr::Const && std::isinf(e->cst) && e->cst < 0;
   };
-  const Expr *x = isNegInf(b->args[1])   ? b->args[0]
-                  : isNegInf(b->args[0]) ? b->args[1]
-                                         : nullptr;
-  if (!x)
+  bool xLeft = isNegInf(b->args[1]);
+  if (!xLeft && !isNegInf(b->args[0]))
     return std::nullopt;
-  return NegInfTest{x, (pred == P::OEQ) != flip};
+  using P = arith::CmpFPredicate;
+  auto pred = static_cast<P>(b->pred);
+  bool hidden;
+  if (pred == P::OEQ || pred == (xLeft ? P::OLE : P::OGE))
+    hidden = true;
+  else if (pred == P::UNE || pred == (xLeft ? P::UGT : P::ULT))
+    hidden = false;
+  else
+    return std::nullopt;
+  return NegInfTest{b->args[xLeft ? 0 : 1], hidden != flip};
 }
 
 /// `c` as a per-row test "all keys' x are -inf" (hidden) or "some key's x

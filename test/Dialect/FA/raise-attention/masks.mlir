@@ -396,6 +396,70 @@ func.func @sdpa_safe_softmax(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: 
 
 // -----
 
+// _safe_softmax's row test spelled with x <= -inf (the same as x == -inf),
+// an and with true per key and an or with false on the row (identities).
+
+// CHECK-LABEL: func.func @safe_softmax_ole_and_identities
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x6x10xi1>)
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.softmax
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x6x10xi1>) scale(5.000000e-01)
+// CHECK-NOT: linalg.generic
+func.func @safe_softmax_ole_and_identities(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %true = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %r = arith.select %m, %zero, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p0 = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %e0 = tensor.empty() : tensor<2x6x10xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sm : tensor<2x6x10xf32>) outs(%e0 : tensor<2x6x10xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %c0 = arith.cmpf ole, %a, %ninf : f32
+    %c = arith.andi %c0, %true : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6x10xi1>
+  %r0 = tensor.empty() : tensor<2x6x1xi1>
+  %rt = linalg.fill ins(%true : i1) outs(%r0 : tensor<2x6x1xi1>) -> tensor<2x6x1xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, 0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%eq : tensor<2x6x10xi1>) outs(%rt : tensor<2x6x1xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %c = arith.andi %a, %acc : i1
+    linalg.yield %c : i1
+  } -> tensor<2x6x1xi1>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, 0)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p0 : tensor<2x6x1xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%c0: i1, %a: f32, %o: f32):
+    %false = arith.constant false
+    %c = arith.ori %false, %c0 : i1
+    %r = arith.select %c, %zero, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}
+
+// -----
+
 // _safe_softmax with rows that are hidden completely: causal bottom_right
 // with Tq = 10 > Tk = 6 hides every key of rows 0-3, where the original
 // gives 0 (not NaN) and so does fa.attention. The test is spelled the other

@@ -1323,7 +1323,7 @@ func.func @safe_softmax_mask_rounded_to_f16(%q: tensor<2x6x4xf16>, %k: tensor<2x
 
 // -----
 
-// An op the evaluator does not read (arith.xori with false) in the generic
+// An op the evaluator does not read (math.absf) in the generic
 // that computes the probabilities from a softmax: untouched, and the remark
 // names the op (the product still consumes a softmax through it).
 
@@ -1371,15 +1371,14 @@ func.func @probabilities_unsupported_body_op(%q: tensor<2x6x4xf32>, %k: tensor<2
   } -> tensor<2x6xi1>
   %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
       ins(%all, %p0 : tensor<2x6xi1>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
-  ^bb0(%c0: i1, %a: f32, %o: f32):
-    %false = arith.constant false
-    %c = arith.xori %c0, %false : i1
+  ^bb0(%c: i1, %a0: f32, %o: f32):
+    %a = math.absf %a0 : f32
     %r = arith.select %c, %fillv, %a : f32
     linalg.yield %r : f32
   } -> tensor<2x6x10xf32>
   %o0 = tensor.empty() : tensor<2x6x4xf32>
   %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
-  // expected-remark @+1 {{not raised to fa.attention: the probabilities are computed with an unsupported op 'arith.xori' in 'linalg.generic'}}
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are computed with an unsupported op 'math.absf' in 'linalg.generic'}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
