@@ -7,11 +7,14 @@
 # 2048 / D), default scale 1/sqrt(D), through the Python package's compile
 # driver (python -m fa_opt compile). Writes precompiled cache entries into DIR
 # (default .dev/bench, gitignored). Run here (needs fa-opt); carry DIR to the
-# device machine and point FA_OPT_KERNEL_DIRS at it there.
+# device machine and point FA_OPT_KERNEL_DIRS at it there. Arguments after
+# DIR go to the compile driver (e.g. --option dq-cluster-pairs=true).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export FA_OPT=${FA_OPT:-$PWD/build/bin/fa-opt}
 DIR=${1:-.dev/bench}
+case $DIR in -*) echo "usage: $0 [DIR [compile arguments...]] (DIR first, got '$DIR')" >&2; exit 2;; esac
+shift $(( $# > 0 ? 1 : 0 ))
 CHIP=${CHIP:-sm_90a}
 rm -rf "$DIR" && mkdir -p "$DIR"
 # A fresh compile cache: the entries come from this fa-opt, not an old cache.
@@ -19,7 +22,7 @@ export FA_OPT_CACHE_DIR=$(mktemp -d)
 trap 'rm -rf "$FA_OPT_CACHE_DIR"' EXIT
 PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} python3 -m fa_opt compile \
   --dtype bf16 f16 --head-dim 64 128 --causal none top_left \
-  --chip "$CHIP" --out "$DIR"
+  --chip "$CHIP" --out "$DIR" "$@"
 # Every entry must hold a backward (the bench times it).
 n=$(ls "$DIR" | wc -l)
 nb=$(grep -l '"backward": \[' "$DIR"/*/fa_opt.json | wc -l)

@@ -26,7 +26,7 @@ import sys
 from .compiler import (CompilationError, FaOptNotFoundError,
                        compile_attention, export_artifact)
 from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
-                     SUPPORTED_CHIPS)
+                     SUPPORTED_CHIPS, option_key)
 from .manifest import ManifestError
 
 PROG = "python -m fa_opt"
@@ -128,11 +128,41 @@ def _parser():
                         "32 for the forward at D = Dv = 128 and at D = Dv "
                         "= 64 with a causal mask and for the backward, "
                         "else 64)")
+    c.add_argument("--option", action="append", default=[], type=_option,
+                   metavar="KEY=VALUE",
+                   help="a further fa-to-ptx option, passed as is (e.g. "
+                        "pair-key-blocks=true; repeatable; fa-opt rejects "
+                        "an unknown key); options with a flag of their own "
+                        "take the flag")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
     ls.add_argument("dirs", nargs="+")
     return parser, {"compile": c, "list": ls}
+
+
+# fa-to-ptx options that have a flag of their own (or that the driver sets).
+_FLAGGED_OPTIONS = {
+    "chip": "--chip", "block-m": "--block-m", "block-n": "--block-n",
+    "tma": "--tma", "producer-warp": "--producer-warp",
+    "tiles-per-block": "--tiles-per-block", "dq-atomics": "--dq-atomics",
+    "backward-producer-warp": "--backward-producer-warp",
+    "deterministic": "--deterministic", "index-bitwidth": "--index-bitwidth",
+    "output-dir": "--out"}
+
+
+def _option(text: str) -> str:
+    """A --option value: KEY=VALUE as CompileOptions.extra takes it
+    (config.option_key), KEY without a flag of its own
+    (argparse.ArgumentTypeError otherwise)."""
+    try:
+        key = option_key(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err))
+    if key in _FLAGGED_OPTIONS:
+        raise argparse.ArgumentTypeError(
+            f"{key} has its own flag: use {_FLAGGED_OPTIONS[key]}")
+    return text
 
 
 def _fail(message: str) -> int:
@@ -154,7 +184,12 @@ def _options(args) -> CompileOptions:
     """The compile options of the command line (ValueError on a conflict)."""
     def flag(value):
         return None if value is None else value == "true"
-    return CompileOptions(chip=args.chip, block_m=args.block_m,
+    # features has no flag: --option features=... sets the field.
+    features = [o.partition("=")[2] for o in args.option
+                if option_key(o) == "features"]
+    extra = tuple(o for o in args.option if option_key(o) != "features")
+    return CompileOptions(chip=args.chip, features=features[-1] if features
+                          else None, block_m=args.block_m,
                           block_n=args.block_n, tma=flag(args.tma),
                           producer_warp=flag(args.producer_warp),
                           tiles_per_block=args.tiles_per_block,
@@ -163,7 +198,8 @@ def _options(args) -> CompileOptions:
                               "auto" if args.backward_producer_warp == "auto"
                               else flag(args.backward_producer_warp)),
                           deterministic=flag(args.deterministic),
-                          index_bitwidth=args.index_bitwidth)
+                          index_bitwidth=args.index_bitwidth,
+                          extra=extra)
 
 
 def _compile(args, sub) -> int:

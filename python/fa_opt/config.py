@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
@@ -152,6 +153,30 @@ class AttentionConfig:
         return name + f"_{self.causal}"
 
 
+# fa-to-ptx options that a CompileOptions field sets (or that the compile
+# driver does), by key: the field's name.
+OPTION_FIELDS = {
+    "chip": "chip", "block-m": "block_m", "block-n": "block_n",
+    "features": "features", "tma": "tma", "producer-warp": "producer_warp",
+    "tiles-per-block": "tiles_per_block", "dq-atomics": "dq_atomics",
+    "backward-producer-warp": "backward_producer_warp",
+    "deterministic": "deterministic", "index-bitwidth": "index_bitwidth",
+    "output-dir": "the compile's output folder"}
+
+_OPTION = re.compile(r"([a-z][a-z0-9]*(?:-[a-z0-9]+)*)=([^\s'\"{}]+)")
+
+
+def option_key(text: str) -> str:
+    """The key of a ``key=value`` fa-to-ptx option; ValueError unless the key
+    is lower-case words joined by '-' and the value is non-empty without
+    spaces, quotes or braces (it goes inside ``--fa-to-ptx="..."``)."""
+    match = _OPTION.fullmatch(text)
+    if not match:
+        raise ValueError(f"expected KEY=VALUE (a fa-to-ptx option), got "
+                         f"{text!r}")
+    return match.group(1)
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """Options of the ``fa-to-ptx`` pipeline; ``None`` keeps the pipeline's
@@ -194,9 +219,15 @@ class CompileOptions:
     # (32 for the forward at D = Dv = 128 and at D = Dv = 64 with a causal
     # mask, and for every TMA backward); None keeps it.
     index_bitwidth: Optional[int] = None
-    extra: tuple = field(default=())  # further "key=value" pipeline options
+    # Further fa-to-ptx options, "key=value" strings appended in order: a
+    # tuple (or list) of strings whose key is lower-case words joined by
+    # '-' and whose value has no space or quote (ValueError), each key at
+    # most once and none that a field above sets (ValueError: use the
+    # field); anything else but strings is a TypeError.
+    extra: tuple = field(default=())
 
     def __post_init__(self):
+        self._check_extra()
         for name in ("tma", "producer_warp", "dq_atomics", "deterministic"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
@@ -236,6 +267,26 @@ class CompileOptions:
             raise ValueError("dq_atomics=True adds dq with f32 atomics, which "
                              "is not bitwise reproducible: it cannot be "
                              "combined with deterministic=True")
+
+    def _check_extra(self):
+        extra = self.extra
+        if isinstance(extra, (str, bytes)) or not isinstance(extra,
+                                                             (tuple, list)):
+            raise TypeError("extra must be a tuple of 'key=value' strings, "
+                            f"got {extra!r}")
+        seen = set()
+        for item in extra:
+            if not isinstance(item, str):
+                raise TypeError("extra must be a tuple of 'key=value' "
+                                f"strings, got the item {item!r}")
+            key = option_key(item)
+            if key in OPTION_FIELDS:
+                raise ValueError(f"extra: {key} has its own field: use "
+                                 f"CompileOptions({OPTION_FIELDS[key]}=...)")
+            if key in seen:
+                raise ValueError(f"extra: {key} given twice")
+            seen.add(key)
+        object.__setattr__(self, "extra", tuple(extra))
 
     def pipeline_options(self) -> list:
         """The ``key=value`` options of ``--fa-to-ptx``, output-dir excluded."""

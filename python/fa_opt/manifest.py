@@ -20,8 +20,12 @@ class ManifestError(ValueError):
     """A malformed manifest; the message names the file and line."""
 
 
-_REQUIRED = ("version", "kernel", "ptx", "dtype", "params", "grid", "threads",
-             "block_m")
+# The keys a forward manifest must have, as the C++ reader requires them
+# (params and grid have its defaults: q k v o [lse], and
+# ceil_div(seqlen_q,block_m) batch 1).
+_REQUIRED = ("version", "kernel", "ptx", "dtype", "causal", "scale", "batch",
+             "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "has_lse",
+             "threads", "block_m")
 
 
 #: Bytes per element of each manifest dtype.
@@ -104,6 +108,14 @@ class Manifest:
 
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _zero_one(text, path, line, key) -> bool:
+    """A 0/1 flag as the C++ reader takes it (ManifestError otherwise)."""
+    if text not in ("0", "1"):
+        raise ManifestError(f"{path}:{line}: invalid value '{text}' for "
+                            f"'{key}': expected 0 or 1")
+    return text == "1"
 
 
 def _int(text) -> int:
@@ -328,7 +340,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
             scale = float(one("scale"))
         except ValueError:
             raise ManifestError(f"{where('scale')}: expected a number for 'scale'")
-    grid = values["grid"]
+    grid = values.get("grid", ["ceil_div(seqlen_q,block_m)", "batch", "1"])
     if len(grid) != 3:
         raise ManifestError(f"{where('grid')}: expected 3 grid expressions, "
                             f"got {len(grid)}")
@@ -340,6 +352,13 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
              "head_dim", "head_dim_v", "has_lse", "block_m", "block_n",
              "threads", "shared_bytes", "params", "grid", "index_bits"}
     index_bits = _index_bits(one("index_bits", "64"), where("index_bits"))
+    if one("has_lse") not in ("0", "1"):
+        raise ManifestError(f"{where('has_lse')}: invalid value "
+                            f"'{one('has_lse')}' for 'has_lse': expected 0 "
+                            f"or 1")
+    has_lse = one("has_lse") == "1"
+    params = values.get("params", ["q", "k", "v", "o"] +
+                        (["lse"] if has_lse else []))
     manifest = Manifest(
         path=path, kernel=one("kernel"), ptx=ptx, version=version,
         chip=values.get("chip", [None])[0], dtype=dtype, o_dtype=o_dtype,
@@ -350,10 +369,10 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
         seqlen_q=_dim(one("seqlen_q", "?"), where("seqlen_q")),
         seqlen_k=_dim(one("seqlen_k", "?"), where("seqlen_k")),
         head_dim=integer("head_dim"), head_dim_v=integer("head_dim_v"),
-        has_lse=integer("has_lse", 0) == 1, block_m=integer("block_m"),
+        has_lse=has_lse, block_m=integer("block_m"),
         block_n=integer("block_n") if "block_n" in values else None,
         threads=integer("threads"), shared_bytes=integer("shared_bytes", 0),
-        params=list(values["params"]), grid=(grid[0], grid[1], grid[2]),
+        params=list(params), grid=(grid[0], grid[1], grid[2]),
         extra={k: v for k, v in values.items() if k not in known},
         tensor_maps=tensor_maps, index_bits=index_bits)
     _check_ranges(manifest, path)
@@ -431,7 +450,8 @@ _SCRATCH_SIZES = ("seqlen_q", "seqlen_k", "head_dim", "head_dim_v")
 # The op's tensors a backward kernel may take by name (else a scratch).
 _BWD_TENSORS = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv")
 
-_BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "head_dim",
+_BWD_HEADER_REQUIRED = ("version", "op", "name", "ptx", "dtype", "causal",
+                        "scale", "batch", "seqlen_q", "seqlen_k", "head_dim",
                         "head_dim_v")
 _BWD_HEADER_KEYS = _BWD_HEADER_REQUIRED + (
     "causal", "scale", "batch", "seqlen_q", "seqlen_k", "chip", "o_dtype",
@@ -667,7 +687,9 @@ def parse_backward_manifest(text: str, path: str = "<manifest>"
         dv_dtype=dtype_of("dv_dtype", dtype), causal=causal, scale=scale,
         batch=batch, seqlen_q=seqlen_q, seqlen_k=seqlen_k, head_dim=head_dim,
         head_dim_v=head_dim_v,
-        deterministic=one(header, "deterministic", "0") == "1",
+        deterministic=_zero_one(one(header, "deterministic", "0"),
+                                path, header_lines.get("deterministic", 0),
+                                "deterministic"),
         scratch=scratch, kernels=kernels, index_bits=index_bits)
 
 
@@ -703,6 +725,11 @@ _TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
 _SIZES = ("batch", "seqlen_q", "seqlen_k")
 
 
+# The manifest's own values a grid expression may name (besides the sizes
+# of _SIZES), as the C++ reader takes them.
+_GRID_NAMES = ("block_m", "block_n", "threads", "head_dim", "head_dim_v")
+
+
 def _parse_expr(text: str, manifest) -> Callable:
     tokens = [m.groups() for m in _TOKEN.finditer(text) if m.group(0).strip()]
     pos = 0
@@ -710,29 +737,49 @@ def _parse_expr(text: str, manifest) -> Callable:
     def peek():
         return tokens[pos] if pos < len(tokens) else (None, None, None)
 
-    def term():
+    def term(nested=False):
         nonlocal pos
         number, name, punct = peek()
         pos += 1
         if number is not None:
-            value = _int(number)
+            try:
+                value = _int(number)
+            except ValueError:
+                raise ManifestError(f"grid '{text}': '{number}' is not an "
+                                    f"integer of at most 18 digits")
             return lambda s: value
+        if name == "ceil_div" and nested:
+            raise ManifestError(f"grid '{text}': ceil_div takes an integer or "
+                                f"a size name, not another ceil_div")
         if name == "ceil_div":
             if peek()[2] != "(":
                 raise ManifestError(f"grid '{text}': expected '(' after ceil_div")
             pos += 1
-            a = term()
+            a = term(nested=True)
             if peek()[2] != ",":
                 raise ManifestError(f"grid '{text}': expected ',' in ceil_div")
             pos += 1
-            b = term()
+            b = term(nested=True)
             if peek()[2] != ")":
                 raise ManifestError(f"grid '{text}': expected ')' in ceil_div")
             pos += 1
-            return lambda s: -(-a(s) // b(s))
+
+            def ceil_div(s):
+                den = b(s)
+                if den <= 0:
+                    raise ManifestError(f"{manifest.path}: grid expression "
+                                        f"'{text}' divides by {den}")
+                return -(-a(s) // den)
+            return ceil_div
         if name in _SIZES:
             index = _SIZES.index(name)
             return lambda s: s[index]
+        if name is not None and name not in _GRID_NAMES:
+            raise ManifestError(f"grid '{text}': unknown name '{name}' "
+                                f"(expected an integer, a size name (batch, "
+                                f"seqlen_q, seqlen_k, block_m, block_n, "
+                                f"threads, head_dim, head_dim_v) or "
+                                f"ceil_div(a,b))")
         if name is not None:
             value = getattr(manifest, name, None)
             if value is None:

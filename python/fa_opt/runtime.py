@@ -240,6 +240,29 @@ def _manifest_config_matches(m: Manifest, c: AttentionConfig) -> bool:
 _MAX_MANIFEST_BYTES = 1 << 20
 
 
+def _entry_problem(entry) -> Optional[str]:
+    """Why a parsed ``fa_opt.json`` is not an entry the registry can use
+    (None when it is): a config, options with a chip, and the forward
+    manifest's name are what lookups read."""
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    if not isinstance(entry.get("config"), dict):
+        return "no 'config' object"
+    options = entry.get("options")
+    if not isinstance(options, dict) or not isinstance(options.get("chip"),
+                                                       str):
+        return "no 'options' object with a 'chip'"
+    forward = entry.get("forward")
+    if not isinstance(forward, list) or not forward or \
+            not all(isinstance(name, str) for name in forward):
+        return "no 'forward' list of manifest names"
+    backward = entry.get("backward")
+    if backward is not None and (not isinstance(backward, list) or not all(
+            isinstance(name, str) for name in backward)):
+        return "'backward' is not a list of manifest names"
+    return None
+
+
 class Registry:
     """Kernel lookup, compile and memo (one per process: :data:`registry`)."""
 
@@ -285,15 +308,23 @@ class Registry:
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".staging-")]
                 if cache.ENTRY_FILE in filenames:
+                    entry_path = os.path.join(dirpath, cache.ENTRY_FILE)
                     try:
-                        with open(os.path.join(dirpath, cache.ENTRY_FILE)) as f:
+                        with open(entry_path) as f:
                             entry = json.load(f)
-                        config = AttentionConfig(**entry["config"])
-                    except (OSError, ValueError, KeyError, TypeError):
+                        problem = _entry_problem(entry)
+                        config = None if problem else \
+                            AttentionConfig(**entry["config"])
+                    except (OSError, ValueError, KeyError, TypeError) as err:
+                        problem = str(err) or type(err).__name__
+                    if problem is None:
+                        index.append(("artifact",
+                                      Artifact(dirpath, entry, config)))
+                        covered.add(dirpath)
                         continue
-                    index.append(("artifact", Artifact(dirpath, entry, config)))
-                    covered.add(dirpath)
-                    continue
+                    # Not an entry this package wrote: said, and the
+                    # folder's manifests are read as plain ones.
+                    self.skipped.append((entry_path, problem))
                 for name in sorted(filenames):
                     if name.endswith(".manifest"):
                         path = os.path.join(dirpath, name)
@@ -373,6 +404,10 @@ class Registry:
             candidates = self._memo.get(key)
             if candidates is None:
                 candidates = self._from_dirs(config, chip)
+                # A set with a backward before one without (a forward-only
+                # compile of the same config in the same folder would
+                # otherwise hide it from training).
+                candidates.sort(key=lambda ks: ks.backward is None)
                 if deterministic:
                     candidates = [ks for ks in candidates if ks.backward
                                   and ks.backward.deterministic]

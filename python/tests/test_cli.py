@@ -64,6 +64,19 @@ def _error_line(err):
      "dq_atomics=True adds dq with f32 atomics, which is not bitwise "
      "reproducible: it cannot be combined with deterministic=True"),
     (["compile", "--out", "/proc/nope"], "argument --out: cannot create directory '/proc/nope'"),
+    (["compile", "--option", "dq-cluster-pairs"],
+     "argument --option: expected KEY=VALUE (a fa-to-ptx option), got "
+     "'dq-cluster-pairs'"),
+    (["compile", "--option", "Bad=1"], "argument --option: expected KEY=VALUE"),
+    (["compile", "--option", "stages=3 output-dir=/tmp"],
+     "argument --option: expected KEY=VALUE"),
+    (["compile", "--option", "stages="], "argument --option: expected KEY=VALUE"),
+    (["compile", "--option", "tma=false"],
+     "argument --option: tma has its own flag: use --tma"),
+    (["compile", "--option", "output-dir=x"],
+     "argument --option: output-dir has its own flag: use --out"),
+    (["compile", "--option", "stages=3", "--option", "stages=2"],
+     "extra: stages given twice"),
     (["list", "/nonexistent"], "error: no such directory '/nonexistent'"),
 ])
 def test_usage_errors_exit_2_with_one_error_line(capsys, argv, match,
@@ -156,6 +169,32 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     assert rc == 2 and "not a directory" in _error_line(err)
 
 
+@pytest.mark.parametrize("entry, reason", [
+    ("{broken", "Expecting property name"),
+    ('{"config": {"dtype": "bf16", "head_dim": 64}, "options": null, '
+     '"forward": ["good.manifest"]}', "no 'options' object with a 'chip'"),
+    ('{"config": {"dtype": "bf16", "head_dim": 64}, "options": {}, '
+     '"forward": ["good.manifest"]}', "no 'options' object with a 'chip'"),
+    ('{"config": {"dtype": "bf16", "head_dim": 64}, '
+     '"options": {"chip": "sm_90a"}, "forward": []}',
+     "no 'forward' list of manifest names"),
+    ('[1, 2]', "not a JSON object"),
+])
+def test_list_warns_about_a_broken_entry_and_reads_its_manifests(
+        capsys, tmp_path, entry, reason):
+    """An fa_opt.json this package did not write (broken JSON, no chip,
+    no forward manifest) is named on a warning line, not a traceback, and
+    the manifests next to it are read as plain ones."""
+    from test_manifest import DOC_EXAMPLE
+    (tmp_path / "fa_opt.json").write_text(entry)
+    (tmp_path / "good.manifest").write_text(DOC_EXAMPLE)
+    rc, out, err = _run_main(capsys, ["list", str(tmp_path)])
+    assert rc == 0
+    assert f"{tmp_path / 'good.manifest'}: bf16 d64 top_left chip sm_90a" in out
+    assert err.startswith(f"python -m fa_opt list: warning: skipped "
+                          f"{tmp_path / 'fa_opt.json'}: {reason}"), err
+
+
 @pytest.mark.parametrize("argv, option", [
     ([], None), (["--tma", "true"], "tma=true"), (["--tma", "false"], "tma=false"),
     (["--producer-warp", "false"], "producer-warp=false"),
@@ -167,11 +206,17 @@ def test_list_warns_about_unreadable_manifests(capsys, tmp_path):
     (["--dq-atomics", "true"], "dq-atomics=true"),
     (["--deterministic", "true"], "deterministic=true"),
     (["--deterministic", "false"], "deterministic=false"),
+    (["--option", "stages=3"], "stages=3"),
+    (["--option", "stages=3", "--option", "dq-cluster-pairs=true"],
+     "stages=3 dq-cluster-pairs=true"),
+    (["--option", "features=+ptx81"], "features=+ptx81"),
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
     """--tma, --producer-warp, --backward-producer-warp, --dq-atomics and
-    --deterministic become fa-to-ptx's options of those names; without them, fa-to-ptx's defaults apply (nothing passed)."""
+    --deterministic become fa-to-ptx's options of those names, --option
+    KEY=VALUE passes itself, in order; without them, fa-to-ptx's defaults
+    apply (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
     tool.write_text("#!/bin/sh\n"
@@ -187,8 +232,10 @@ def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
     assert len(pipeline) == 1, log.read_text()
     passed = [w for w in log.read_text().split()
               if w.startswith(("tma=", "producer-warp=", "dq-atomics=",
-                               "deterministic=", "backward-producer-warp="))]
-    assert passed == ([option] if option else [])
+                               "deterministic=", "backward-producer-warp=",
+                               "stages=", "dq-cluster-pairs=",
+                               "features="))]
+    assert passed == (option.split() if option else [])
 
 
 def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root):

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -119,6 +120,27 @@ def test_bare_manifests_from_fa_opt(fa_opt_tool, tmp_path, monkeypatch):
     assert ks.forward.kernel == "gc_attention_0" and ks.backward is None
     with pytest.raises(FaOptNotFoundError):  # batch 16 only
         reg.kernels_for(config, "sm_90a", 4, 100, 100)
+
+
+def test_a_set_with_backward_comes_first(fa_opt_tool, tmp_path, monkeypatch):
+    """A forward-only entry and a full one of the same config in one
+    folder (compile --no-backward, then compile): the registry gives the
+    one with a backward, whatever the folder order."""
+    out = tmp_path / "kernels"
+    monkeypatch.setenv("FA_OPT_CACHE_DIR", str(tmp_path / "cache"))
+    env = dict(os.environ, FA_OPT=fa_opt_tool,
+               PYTHONPATH=os.path.dirname(os.path.dirname(
+                   os.path.abspath(__file__))))
+    for extra in (["--no-backward"], []):
+        subprocess.run([sys.executable, "-m", "fa_opt", "compile", "--dtype",
+                        "f32", "--head-dim", "32", "--out", str(out), *extra],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+    assert len(os.listdir(out)) == 2
+    monkeypatch.setenv("FA_OPT", str(tmp_path / "no-such-fa-opt"))
+    reg = Registry()
+    reg.add_kernel_dir(str(out))
+    ks = reg.kernels_for(AttentionConfig("f32", 32), "sm_90a", 2, 100, 100)
+    assert ks.backward is not None
 
 
 # --- the scale literal --------------------------------------------------------

@@ -156,3 +156,29 @@ def test_chip_for_capability():
     assert chip_for_capability(9, 0) == "sm_90a"
     assert chip_for_capability(8, 0) == "sm_80"
     assert chip_for_capability(8, 6) == "sm_86"
+
+
+def test_compile_options_extra():
+    """Further fa-to-ptx options: key=value strings, appended in order; a
+    key that a field sets, a repeated key or a malformed item is refused
+    (it would override the field silently, split a string into characters
+    or break the pipeline string)."""
+    options = CompileOptions(extra=["pair-key-blocks=true", "stages=3"])
+    assert options.extra == ("pair-key-blocks=true", "stages=3")
+    assert options.pipeline_options()[-2:] == ["pair-key-blocks=true",
+                                               "stages=3"]
+    assert CompileOptions(**options.to_dict()) == options
+    for extra, error, match in (
+            ("pair-key-blocks=true", TypeError, "extra must be a tuple"),
+            ((1,), TypeError, "got the item 1"),
+            (("tma=false",), ValueError,
+             r"tma has its own field: use CompileOptions\(tma=...\)"),
+            (("output-dir=/tmp",), ValueError, "output-dir has its own field"),
+            (("stages=3", "stages=2"), ValueError, "stages given twice"),
+            (("stages",), ValueError, "expected KEY=VALUE"),
+            (("Stages=3",), ValueError, "expected KEY=VALUE"),
+            (("stages=3 tma=false",), ValueError, "expected KEY=VALUE"),
+            (('stages="3"',), ValueError, "expected KEY=VALUE"),
+            (("stages=",), ValueError, "expected KEY=VALUE")):
+        with pytest.raises(error, match=match):
+            CompileOptions(extra=extra)

@@ -61,6 +61,15 @@ def test_unknown_keys_are_kept_not_fatal():
     (lambda t: t.replace("seqlen_q ?", "seqlen_q x"), "expected a dim"),
     (lambda t: t.replace("batch 1\n", "batch\n"), "expected 3 grid expressions"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,nope)"), "unknown name 'nope'"),
+    # Grid names as the C++ reader takes them: sizes and the block shape,
+    # not other manifest keys; ceil_div of two atoms.
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "version"), "unknown name 'version'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,shared_bytes)"), "unknown name 'shared_bytes'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "has_lse"), "unknown name 'has_lse'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(ceil_div(seqlen_q,2),block_m)"),
+     "ceil_div takes an integer or a size name, not another ceil_div"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "1234567890123456789"),
+     "'1234567890123456789' is not an integer of at most 18 digits"),
     (lambda t: t.replace("params q k v o lse", "params q k v o"),
      "x.manifest:21: expected params 'q k v o lse' \\(has_lse 1\\), got 'q k v o'"),
     # The value ranges of the C++ runtime.
@@ -78,6 +87,15 @@ def test_unknown_keys_are_kept_not_fatal():
 def test_malformed(edit, match):
     with pytest.raises(ManifestError, match=match):
         parse_manifest(edit(DOC_EXAMPLE), "x.manifest")
+
+
+def test_grid_dividing_by_zero_is_a_manifest_error():
+    """As the C++ runtime's computeGrid: at launch, with the file's name."""
+    m = parse_manifest(DOC_EXAMPLE.replace("ceil_div(seqlen_q,block_m)",
+                                           "ceil_div(seqlen_q,0)"), "x.manifest")
+    with pytest.raises(ManifestError, match=re.escape(
+            "x.manifest: grid expression 'ceil_div(seqlen_q,0)' divides by 0")):
+        m.grid_for(1, 64, 64)
 
 
 # A backward manifest (version 2) in the form fa-export-kernels writes.
@@ -457,3 +475,46 @@ def test_index_bits():
     with pytest.raises(ManifestError, match=f"manifest>:{line}: expected 32 "
                        "or 64 for 'index_bits', got 16"):
         parse_any_manifest(narrow.replace("index_bits 32", "index_bits 16"))
+
+
+@pytest.mark.parametrize("key", ["causal", "scale", "batch", "seqlen_q",
+                                 "seqlen_k", "has_lse"])
+def test_forward_keys_the_cpp_reader_requires(key):
+    """A forward manifest without one of them is refused (it was read as
+    non-causal or dynamic), as by the C++ runtime."""
+    text = "".join(line for line in DOC_EXAMPLE.splitlines(True)
+                   if not line.startswith(key + " "))
+    with pytest.raises(ManifestError, match=f"missing required key '{key}'"):
+        parse_manifest(text, "x.manifest")
+
+
+def test_forward_flags_and_defaults_as_the_cpp_reader():
+    with pytest.raises(ManifestError, match=re.escape(
+            "x.manifest:16: invalid value '2' for 'has_lse': expected 0 or 1")):
+        parse_manifest(DOC_EXAMPLE.replace("has_lse 1", "has_lse 2"),
+                       "x.manifest")
+    # params and grid have the C++ reader's defaults.
+    text = DOC_EXAMPLE.replace("params q k v o lse\n", "").replace(
+        "grid ceil_div(seqlen_q,block_m) batch 1\n", "")
+    m = parse_manifest(text, "x.manifest")
+    assert m.params == ["q", "k", "v", "o", "lse"]
+    assert m.grid == ("ceil_div(seqlen_q,block_m)", "batch", "1")
+    assert m.grid_for(16, 100, 7) == (2, 16, 1)
+
+
+@pytest.mark.parametrize("key", ["causal", "scale", "batch", "seqlen_q",
+                                 "seqlen_k"])
+def test_backward_keys_the_cpp_reader_requires(key):
+    from fa_opt.manifest import parse_any_manifest
+    text = "".join(line for line in BACKWARD.splitlines(True)
+                   if not line.startswith(key + " "))
+    with pytest.raises(ManifestError, match=f"missing required key '{key}'"):
+        parse_any_manifest(text, "b.manifest")
+
+
+def test_backward_deterministic_is_0_or_1():
+    from fa_opt.manifest import parse_any_manifest
+    with pytest.raises(ManifestError, match="invalid value '2' for "
+                       "'deterministic': expected 0 or 1"):
+        parse_any_manifest(BACKWARD.replace("deterministic 0",
+                                            "deterministic 2"), "b.manifest")

@@ -934,6 +934,12 @@ faRtStatus fa::rt::manifestKind(std::string_view text,
   if (version.empty())
     return reportError(FA_RT_ERROR_MANIFEST,
                        fileName + ": missing required key 'version'");
+  if ((version == "2" || version == "4") && op.empty())
+    return reportError(FA_RT_ERROR_MANIFEST,
+                       fileName + ": version " + version +
+                           " is an attention_backward manifest version, "
+                           "but the manifest has no 'op attention_backward' "
+                           "line");
   return reportError(FA_RT_ERROR_MANIFEST,
                      fileName + ": unsupported manifest version " + version +
                          (op.empty() ? std::string() : " op " + op) +

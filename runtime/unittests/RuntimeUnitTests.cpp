@@ -1347,7 +1347,13 @@ static void testBackwardManifestMalformed() {
   EXPECT_EQ(fa::rt::manifestKind("version 4\n", "x.manifest", kind),
             FA_RT_ERROR_MANIFEST);
   EXPECT(contains(faRtGetLastError(),
-                  "x.manifest: unsupported manifest version 4 (this runtime "
+                  "x.manifest: version 4 is an attention_backward manifest "
+                  "version, but the manifest has no 'op attention_backward' "
+                  "line"));
+  EXPECT_EQ(fa::rt::manifestKind("version 6\n", "x.manifest", kind),
+            FA_RT_ERROR_MANIFEST);
+  EXPECT(contains(faRtGetLastError(),
+                  "x.manifest: unsupported manifest version 6 (this runtime "
                   "reads version 1 and 3 forward and version 2 and 4 "
                   "attention_backward manifests)"));
   EXPECT_EQ(fa::rt::manifestKind("version 5\nop attention_backward\n",

@@ -135,6 +135,15 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value zero = fb.cstF32(0.0), ninf = fb.cstF32(kNegInf);
   Value tq = memref::DimOp::create(b, loc, q, 1);
   Value tk = memref::DimOp::create(b, loc, k, 1);
+  // A static Tk through empty inline PTX, so that the kernel is the one of
+  // a dynamic Tk: LLVM specialized the key loop of a constant Tk and ptxas
+  // spilled (24-476 bytes of the two-tile D 128 kernel at Tk 640-4096;
+  // the dynamic one does not).
+  if (!ShapedType::isDynamic(cast<MemRefType>(k.getType()).getDimSize(1))) {
+    Value bits = arith::IndexCastOp::create(b, loc, b.getI64Type(), tk);
+    tk = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                    ptxWith(fb, "", ValueRange{bits}).front());
+  }
   // Query tile r of this block: with one tile per block queryBlockIndex;
   // with two, 2x + r without a mask, and under causal the pair n - 1 - x
   // (r = 0, the longer) and x (r = 1) of the n = ceil(Tq / block_m) tiles,
