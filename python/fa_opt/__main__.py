@@ -26,7 +26,7 @@ import sys
 from .compiler import (CompilationError, FaOptNotFoundError,
                        compile_attention, export_artifact)
 from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
-                     SUPPORTED_CHIPS, option_key)
+                     OPTION_FIELDS, SUPPORTED_CHIPS, option_key)
 from .manifest import ManifestError
 
 PROG = "python -m fa_opt"
@@ -141,14 +141,11 @@ def _parser():
     return parser, {"compile": c, "list": ls}
 
 
-# fa-to-ptx options that have a flag of their own (or that the driver sets).
-_FLAGGED_OPTIONS = {
-    "chip": "--chip", "block-m": "--block-m", "block-n": "--block-n",
-    "tma": "--tma", "producer-warp": "--producer-warp",
-    "tiles-per-block": "--tiles-per-block", "dq-atomics": "--dq-atomics",
-    "backward-producer-warp": "--backward-producer-warp",
-    "deterministic": "--deterministic", "index-bitwidth": "--index-bitwidth",
-    "output-dir": "--out"}
+# fa-to-ptx options that have a flag of their own (the options a
+# CompileOptions field sets, flagged by their key, and the driver's
+# output-dir; features has no flag and goes through --option).
+_FLAGGED_OPTIONS = {key: "--out" if key == "output-dir" else f"--{key}"
+                    for key in OPTION_FIELDS if key != "features"}
 
 
 def _option(text: str) -> str:

@@ -352,11 +352,8 @@ def parse_manifest(text: str, path: str = "<manifest>") -> Manifest:
              "head_dim", "head_dim_v", "has_lse", "block_m", "block_n",
              "threads", "shared_bytes", "params", "grid", "index_bits"}
     index_bits = _index_bits(one("index_bits", "64"), where("index_bits"))
-    if one("has_lse") not in ("0", "1"):
-        raise ManifestError(f"{where('has_lse')}: invalid value "
-                            f"'{one('has_lse')}' for 'has_lse': expected 0 "
-                            f"or 1")
-    has_lse = one("has_lse") == "1"
+    has_lse = _zero_one(one("has_lse"), path, lines.get("has_lse", 0),
+                        "has_lse")
     params = values.get("params", ["q", "k", "v", "o"] +
                         (["lse"] if has_lse else []))
     manifest = Manifest(
