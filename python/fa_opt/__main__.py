@@ -251,6 +251,24 @@ def _compile(args, sub) -> int:
     return 0
 
 
+def _options_text(options) -> str:
+    """' options k=v ...' for the fa-to-ptx options an artifact was compiled
+    with besides its chip (CompileOptions.to_dict's form), '' for none."""
+    if not isinstance(options, dict):
+        return ""
+    names = {f: k for k, f in OPTION_FIELDS.items()}
+    words = []
+    for name, value in options.items():
+        if name in ("chip", "extra") or value is None or name not in names:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        words.append(f"{names[name]}={value}")
+    extra = options.get("extra") or ()
+    words.extend(str(o) for o in extra if isinstance(o, str))
+    return " options " + " ".join(words) if words else ""
+
+
 def _list(args, sub) -> int:
     from .runtime import Registry
     for d in args.dirs:
@@ -269,7 +287,8 @@ def _list(args, sub) -> int:
             cfg = item.config
             print(f"{item.directory}: {cfg.short_name()} scale {cfg.scale:.6g} "
                   f"chip {item.chip} backward "
-                  f"{'yes' if item.entry.get('backward') else 'no'}")
+                  f"{'yes' if item.entry.get('backward') else 'no'}"
+                  + _options_text(item.entry.get("options")))
         else:
             print(f"{item.path}: {item.dtype} d{item.head_dim} {item.causal} "
                   f"chip {item.chip}")

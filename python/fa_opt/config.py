@@ -219,11 +219,13 @@ class CompileOptions:
     # (32 for the forward at D = Dv = 128 and at D = Dv = 64 with a causal
     # mask, and for every TMA backward); None keeps it.
     index_bitwidth: Optional[int] = None
-    # Further fa-to-ptx options, "key=value" strings appended in order: a
-    # tuple (or list) of strings whose key is lower-case words joined by
+    # Further fa-to-ptx options, "key=value" strings added to the pipeline:
+    # a tuple (or list) of strings whose key is lower-case words joined by
     # '-' and whose value has no space or quote (ValueError), each key at
     # most once and none that a field above sets (ValueError: use the
-    # field); anything else but strings is a TypeError.
+    # field); anything else but strings is a TypeError. Stored sorted by
+    # key (fa-to-ptx's options do not depend on their order), so equal
+    # option sets compare equal and share one cache key.
     extra: tuple = field(default=())
 
     def __post_init__(self):
@@ -286,7 +288,8 @@ class CompileOptions:
             if key in seen:
                 raise ValueError(f"extra: {key} given twice")
             seen.add(key)
-        object.__setattr__(self, "extra", tuple(extra))
+        object.__setattr__(self, "extra", tuple(sorted(extra,
+                                                       key=option_key)))
 
     def pipeline_options(self) -> list:
         """The ``key=value`` options of ``--fa-to-ptx``, output-dir excluded."""

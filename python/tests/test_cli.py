@@ -208,14 +208,14 @@ def test_list_warns_about_a_broken_entry_and_reads_its_manifests(
     (["--deterministic", "false"], "deterministic=false"),
     (["--option", "stages=3"], "stages=3"),
     (["--option", "stages=3", "--option", "dq-cluster-pairs=true"],
-     "stages=3 dq-cluster-pairs=true"),
+     "dq-cluster-pairs=true stages=3"),
     (["--option", "features=+ptx81"], "features=+ptx81"),
 ])
 def test_tma_is_passed_to_fa_to_ptx_only_when_given(capsys, tmp_path,
                                                     monkeypatch, argv, option):
     """--tma, --producer-warp, --backward-producer-warp, --dq-atomics and
     --deterministic become fa-to-ptx's options of those names, --option
-    KEY=VALUE passes itself, in order; without them, fa-to-ptx's defaults
+    KEY=VALUE passes itself (sorted by key); without them, fa-to-ptx's defaults
     apply (nothing passed)."""
     log = tmp_path / "args"
     tool = tmp_path / "fa-opt"
@@ -245,6 +245,33 @@ def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root)
     assert rc == 0 and err == "" and "scale 1e-05" in out
     rc, out, err = _run_main(capsys, ["list", str(out_dir)])
     assert rc == 0 and "bf16_d64_none scale 1e-05" in out
+    assert "options" not in out
+    # A set compiled with options says which.
+    rc, out, err = _run_main(capsys, ["compile", "--scale", "1e-5",
+                                      "--no-backward", "--tma", "false",
+                                      "--option", "pair-key-blocks=true",
+                                      "--out", str(out_dir)])
+    assert rc == 0 and err == ""
+    rc, out, err = _run_main(capsys, ["list", str(out_dir)])
+    lines = sorted(out.splitlines(), key=lambda line: "options" in line)
+    assert len(lines) == 2 and "options" not in lines[0], out
+    assert lines[1].endswith(" backward no options tma=false "
+                             "pair-key-blocks=true"), out
+
+
+def test_list_options_text():
+    """The options of a cache entry as `list` prints them: fields by their
+    fa-to-ptx names, then extra; chip, unset fields and entries without
+    options print nothing."""
+    from fa_opt.__main__ import _options_text
+    from fa_opt.config import CompileOptions
+    assert _options_text(CompileOptions().to_dict()) == ""
+    assert _options_text(None) == ""
+    text = _options_text(CompileOptions(block_m=64, dq_atomics=False,
+                                        backward_producer_warp="auto",
+                                        extra=("stages=3",)).to_dict())
+    assert text == (" options block-m=64 dq-atomics=false "
+                    "backward-producer-warp=auto stages=3")
 
 
 def test_compile_warns_when_the_backward_fails(capsys, tmp_path, fa_opt_tool,

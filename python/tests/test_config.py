@@ -159,15 +159,20 @@ def test_chip_for_capability():
 
 
 def test_compile_options_extra():
-    """Further fa-to-ptx options: key=value strings, appended in order; a
-    key that a field sets, a repeated key or a malformed item is refused
-    (it would override the field silently, split a string into characters
-    or break the pipeline string)."""
-    options = CompileOptions(extra=["pair-key-blocks=true", "stages=3"])
+    """Further fa-to-ptx options: key=value strings, appended sorted by key
+    (the order they were given in changes neither equality nor the cache
+    key); a key that a field sets, a repeated key or a malformed item is
+    refused (it would override the field silently, split a string into
+    characters or break the pipeline string)."""
+    options = CompileOptions(extra=["stages=3", "pair-key-blocks=true"])
     assert options.extra == ("pair-key-blocks=true", "stages=3")
     assert options.pipeline_options()[-2:] == ["pair-key-blocks=true",
                                                "stages=3"]
     assert CompileOptions(**options.to_dict()) == options
+    assert options == CompileOptions(extra=("pair-key-blocks=true",
+                                            "stages=3"))
+    # Sorted by key, not by text: "a-b" sorts before "a=" as a key.
+    assert CompileOptions(extra=("a=1", "a-b=2")).extra == ("a=1", "a-b=2")
     for extra, error, match in (
             ("pair-key-blocks=true", TypeError, "extra must be a tuple"),
             ((1,), TypeError, "got the item 1"),
