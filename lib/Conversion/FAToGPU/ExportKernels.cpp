@@ -61,6 +61,35 @@ static void printValue(llvm::raw_ostream &os, Attribute value) {
   }
 }
 
+/// The first key of `value` (a manifest entry, searched through arrays and
+/// nested dictionaries) whose name or string value holds a control
+/// character (a newline would start a line of its own in the manifest), or
+/// std::nullopt.
+static std::optional<std::string> keyWithControlChar(StringRef key,
+                                                     Attribute value) {
+  auto bad = [](StringRef text) {
+    return llvm::any_of(text, [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+  };
+  if (bad(key))
+    return key.str();
+  if (auto s = dyn_cast<StringAttr>(value))
+    return bad(s.getValue()) ? std::optional<std::string>(key.str())
+                             : std::nullopt;
+  if (auto a = dyn_cast<ArrayAttr>(value)) {
+    for (Attribute e : a)
+      if (auto found = keyWithControlChar(key, e))
+        return found;
+    return std::nullopt;
+  }
+  if (auto d = dyn_cast<DictionaryAttr>(value))
+    for (NamedAttribute e : d)
+      if (auto found = keyWithControlChar(e.getName().getValue(), e.getValue()))
+        return found;
+  return std::nullopt;
+}
+
 /// Prints one manifest line `key value` (`key` alone for an empty array;
 /// one line per element for a repeated key).
 static void printLine(llvm::raw_ostream &os, StringRef key, Attribute value) {
@@ -296,6 +325,17 @@ struct FAExportKernelsPass
       // at the module then.
       Location where =
           isa<UnknownLoc>(binary.getLoc()) ? module.getLoc() : binary.getLoc();
+      if (auto key = keyWithControlChar(kernel, manifest)) {
+        mlir::emitError(module.getLoc())
+            << "fa-export-kernels: the manifest of @" << kernel
+            << " has a control character (a newline, a tab, NUL, ...) in "
+               "key '"
+            << llvm::StringRef(*key).take_while([](char c) {
+                 return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+               })
+            << "' or its value: a manifest is one 'key value' per line";
+        return signalPassFailure();
+      }
       // The PTX of the first NVVM object in assembly format.
       gpu::ObjectAttr ptx;
       for (Attribute attr : binary.getObjects()) {

@@ -416,9 +416,11 @@ struct CanonicalCopy {
   }
 };
 
+/// cp.async.commit_group. The copies sit in scf.if regions whose tokens do
+/// not reach here, and an nvgpu.device_async_create_group without tokens
+/// prints as text that does not parse back: the NVVM op it lowers to.
 inline void commitGroup(FragmentBuilder &x) {
-  auto tokenType = nvgpu::DeviceAsyncTokenType::get(x.b.getContext());
-  nvgpu::DeviceAsyncCreateGroupOp::create(x.b, x.loc, tokenType, ValueRange{});
+  NVVM::CpAsyncCommitGroupOp::create(x.b, x.loc);
 }
 
 /// Copies rows [tb * rows, tb * rows + rows) of `src[batch]` (rows = the

@@ -2,6 +2,7 @@
 // the vectorized _delta, _dkdv (own keys, loop over query tiles) and _dq
 // (own queries, loop over key tiles).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | fa-opt | FileCheck %s
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1" | FileCheck %s --check-prefix=MMA
 // stages=2: two stages of loop tiles in both kernels (defaults: three).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 stages=2" | FileCheck %s --check-prefix=STAGES2
@@ -40,9 +41,9 @@
 // CHECK: nvgpu.device_async_copy %arg1
 // CHECK: nvgpu.device_async_copy %arg2
 // CHECK: nvgpu.device_async_copy %arg0
-// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: nvgpu.device_async_copy %arg3
-// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: memref.load %arg4
 // CHECK: memref.load %arg5
 // CHECK: memref.store %{{.+}}, %view_{{[0-9]+}}

@@ -1,5 +1,6 @@
 // The sm_90a warpgroup-MMA forward kernel (convert-fa-to-gpu wgmma=1).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" | FileCheck %s
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1" | fa-opt | FileCheck %s
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1" | FileCheck %s --check-prefix=MMA
 // stages=3 on sm_90a: block_n 128 with three stages does not fit, so 64.
@@ -31,9 +32,9 @@
 // CHECK-NOT: bypassL1
 // CHECK: nvgpu.device_async_copy %arg0[{{.+}}], %[[TILE]][{{.+}}], 8 :
 // CHECK: nvgpu.device_async_copy %arg1[{{.+}}], %[[TILE]][{{.+}}], 8 :
-// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: nvgpu.device_async_copy %arg2[{{.+}}], %[[TILE]][{{.+}}], 8 :
-// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.commit.group
 // Prologue: (Q, K_0) landed (five newer groups may be in flight), made
 // visible to the async proxy, then S_0 = Q K_0^T: D / 16 = 8 wgmma
 // m64n64k16, both operands from workgroup memory (descriptors), scale-d 0

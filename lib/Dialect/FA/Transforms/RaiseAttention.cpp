@@ -546,9 +546,27 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
 
   // Masks.
   std::optional<int64_t> offset = scores->causalOffset;
+  // A finite fill (the lowest finite value) stands for -inf only where it
+  // is far enough below 0 after the scale applied after it: a small scale
+  // (1e-38 x -FLT_MAX = -3.4) leaves hidden keys a weight.
+  auto fillTooSmall = [&](double fill) {
+    if (!std::isfinite(fill) || fill <= -kMinFillMagnitude)
+      return false;
+    why = "the scores hide keys with " + std::to_string(fill) +
+          " (the lowest finite value times the scale after it), which is "
+          "not below -" +
+          std::to_string(static_cast<int64_t>(kMinFillMagnitude)) +
+          ": hidden keys would keep a weight";
+    return true;
+  };
+  if (fillTooSmall(scores->fill))
+    return std::nullopt;
   if (scores->mask) {
     const Expr *leaf = stripCasts(scores->mask);
-    if (auto c = matchCausalConstant(leaf)) {
+    double hiddenMax;
+    if (auto c = matchCausalConstant(leaf, scores->mask->type, hiddenMax)) {
+      if (fillTooSmall(hiddenMax * scores->beta))
+        return std::nullopt;
       if (offset) {
         why = "the scores are causally masked twice";
         return std::nullopt;

@@ -21,6 +21,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <limits>
@@ -133,6 +134,17 @@ bool raise::isNegInfLike(double c, Type t) {
   return c <= lowest;
 }
 
+/// `t` as MLIR prints it ("f32"), for remarks.
+static std::string typeString(Type t) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (t)
+    t.print(os);
+  else
+    os << "an unknown type";
+  return text;
+}
+
 /// A short description of `e` for remarks.
 static std::string describe(const Expr *e) {
   switch (e->kind) {
@@ -227,9 +239,13 @@ static std::optional<std::pair<double, Type>> constantValue(Attribute attr) {
   }
   if (auto f = dyn_cast<FloatAttr>(attr))
     return std::make_pair(f.getValueAsDouble(), f.getType());
-  if (auto i = dyn_cast<IntegerAttr>(attr))
+  if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    // Wider integers (i128) are not read: their value need not fit int64.
+    if (i.getValue().getBitWidth() > 64)
+      return std::nullopt;
     return std::make_pair(static_cast<double>(i.getValue().getSExtValue()),
                           i.getType());
+  }
   return std::nullopt;
 }
 
@@ -264,6 +280,10 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
       e.args.clear();
       return make(std::move(e));
     }
+    if (e.type.isIntOrIndex() && !e.type.isIndex() &&
+        e.type.getIntOrFloatBitWidth() > 64)
+      return opaque(op->getResult(0), {},
+                    "an integer constant of more than 64 bits");
   }
   if (isa<arith::AddFOp>(op))
     e.kind = Expr::Add;
@@ -777,6 +797,20 @@ const Expr *ChainEvaluator::evalReshape(Operation *op, const View &view) {
                     "a tosa.reshape that is not a collapse or an expansion");
     take(*r);
   }
+  // Expand: a dim read at index 0 (a broadcast) in a group with a labeled
+  // dim must have size 1, or the source index is not the label's (a mask
+  // [B, 2T, Tk] expanded to [B, T, 2, Tk] and read at (b, i, 0, j) is row 2i
+  // of the source).
+  if (srcTy.getRank() < resTy.getRank())
+    for (ArrayRef<int64_t> group : groups) {
+      bool labeled = llvm::any_of(
+          group, [&](int64_t r) { return view[r].kind != Label::Unit; });
+      for (int64_t r : group)
+        if (labeled && view[r].kind == Label::Unit && resTy.getDimSize(r) != 1)
+          return opaque(res, view,
+                        "a reshape whose result is read at index 0 along a "
+                        "dim of size other than 1 next to a used dim");
+    }
   std::optional<View> srcView = reshapeSourceView(src, res, groups, view);
   if (!srcView)
     return opaque(res, view,
@@ -982,11 +1016,14 @@ std::optional<ProbMatch> raise::matchProbabilities(const Expr *p,
               "the key axis";
         return std::nullopt;
       }
+      // The init is compared with the lowest value of the type the max is
+      // taken in (an f16 lowest extended to f32 is not the f32 lowest:
+      // scores below it would give a max of it and exps of 0).
       const Expr *mInit = stripCasts(mx->args[1]);
-      if (mInit->kind != Expr::Const ||
-          !isNegInfLike(mInit->cst, mInit->type)) {
+      if (mInit->kind != Expr::Const || !isNegInfLike(mInit->cst, mx->type)) {
         why = "the softmax max does not start from -inf or the lowest "
-              "finite value";
+              "finite value of its type (" +
+              typeString(mx->type) + ")";
         return std::nullopt;
       }
       if (!equalExprs(mx->args[0], sArg->args[0], /*ignoreCasts=*/true)) {
@@ -1005,6 +1042,8 @@ std::optional<ProbMatch> raise::matchProbabilities(const Expr *p,
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The largest magnitude of an integer constant in a causal comparison.
+constexpr double kMaxIndexConstant = 4294967296.0; // 2^32
 /// a_i * i + a_j * j + c.
 struct IndexForm {
   int64_t ai = 0, aj = 0, c = 0;
@@ -1021,6 +1060,10 @@ static std::optional<IndexForm> indexForm(const Expr *e) {
       return IndexForm{0, 1, 0};
     return std::nullopt;
   case Expr::Const:
+    // Offsets beyond 2^32 are not read: the double holding them is exact
+    // and index/i64 sums of loop indices and them cannot wrap.
+    if (!(std::abs(e->cst) <= kMaxIndexConstant))
+      return std::nullopt;
     return IndexForm{0, 0, static_cast<int64_t>(e->cst)};
   case Expr::AddI:
   case Expr::SubI: {
@@ -1085,9 +1128,11 @@ static std::optional<int64_t> causalOffset(const Expr *cmp, bool keepWhenTrue) {
   return -lp.c;
 }
 
-static bool isNegInfConst(const Expr *e) {
+/// True when `e` is a constant (under float casts) at or below the lowest
+/// finite value of `usedAs`, the type the select that takes it computes in.
+static bool isNegInfConst(const Expr *e, Type usedAs) {
   e = stripCasts(e);
-  return e->kind == Expr::Const && isNegInfLike(e->cst, e->type);
+  return e->kind == Expr::Const && isNegInfLike(e->cst, usedAs);
 }
 
 static bool isProductLeaf(const Expr *e) {
@@ -1139,6 +1184,7 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     double f = e->kind == Expr::Mul ? c->cst : 1.0 / c->cst;
     m->alpha *= f;
     m->beta *= f;
+    m->fill *= f;
     return m;
   }
   case Expr::Add: {
@@ -1153,6 +1199,10 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
       return std::nullopt;
     }
     const Expr *leafMask = stripCasts(mask);
+    if (leafMask->kind == Expr::Opaque) {
+      why = "the additive mask is read through " + leafMask->reason;
+      return std::nullopt;
+    }
     if (leafMask->kind != Expr::Leaf ||
         !isa<FloatType>(getElementTypeOrSelf(leafMask->value.getType()))) {
       why = "the scores add " + describe(leafMask) +
@@ -1171,25 +1221,31 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     const Expr *cond = stripCasts(e->args[0]);
     const Expr *x;
     bool keepWhenTrue;
-    if (isNegInfConst(e->args[2])) {
+    const Expr *fill;
+    if (isNegInfConst(e->args[2], e->type)) {
       x = e->args[1];
+      fill = e->args[2];
       keepWhenTrue = true;
-    } else if (isNegInfConst(e->args[1])) {
+    } else if (isNegInfConst(e->args[1], e->type)) {
       x = e->args[2];
+      fill = e->args[1];
       keepWhenTrue = false;
     } else {
       why = "the scores go through a select whose other branch is not -inf "
-            "or the lowest finite value";
+            "or the lowest finite value of its type (" +
+            typeString(e->type) + ")";
       return std::nullopt;
     }
     auto m = parseScores(x, why);
     if (!m)
       return std::nullopt;
+    m->fill = std::max(m->fill, stripCasts(fill)->cst);
     if (cond->kind == Expr::CmpI) {
       std::optional<int64_t> off = causalOffset(cond, keepWhenTrue);
       if (!off) {
         why = "the select condition is not a causal comparison of the key "
-              "index with the query index plus a constant";
+              "index with the query index plus a constant (of magnitude at "
+              "most 2^32)";
         return std::nullopt;
       }
       if (m->causalOffset) {
@@ -1223,7 +1279,9 @@ std::optional<ScoreMatch> raise::matchScores(const Expr *x, std::string &why) {
   return parseScores(x, why);
 }
 
-std::optional<int64_t> raise::matchCausalConstant(const Expr *maskLeaf) {
+std::optional<int64_t> raise::matchCausalConstant(const Expr *maskLeaf,
+                                                  Type usedAs,
+                                                  double &hiddenMax) {
   Attribute attr;
   if (maskLeaf->kind != Expr::Leaf ||
       !matchPattern(maskLeaf->value, m_Constant(&attr)))
@@ -1254,6 +1312,7 @@ std::optional<int64_t> raise::matchCausalConstant(const Expr *maskLeaf) {
     return values[i * strides[qDim] + j * strides[kDim]];
   };
   // The offset from row 0: the last visible key is j = c.
+  hiddenMax = -std::numeric_limits<double>::infinity();
   int64_t c = -1;
   while (c + 1 < tk && at(0, c + 1) == 0.0)
     ++c;
@@ -1263,8 +1322,10 @@ std::optional<int64_t> raise::matchCausalConstant(const Expr *maskLeaf) {
     for (int64_t j = 0; j < tk; ++j) {
       double v = at(i, j);
       bool visible = j <= i + c;
-      if (visible ? v != 0.0 : !isNegInfLike(v, ty.getElementType()))
+      if (visible ? v != 0.0 : !isNegInfLike(v, usedAs))
         return std::nullopt;
+      if (!visible)
+        hiddenMax = std::max(hiddenMax, v);
     }
   return c;
 }

@@ -32,6 +32,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -228,15 +229,27 @@ struct ScoreMatch {
   /// The causal alignment when a select on index comparisons or a constant
   /// triangular mask hides keys j > i + offset.
   std::optional<int64_t> causalOffset;
+  /// The largest value the selects put in place of hidden scores, times the
+  /// factors applied after them (-inf: none, or all -inf). A finite fill
+  /// stands for -inf only where it is at most -kMinFillMagnitude.
+  double fill = -std::numeric_limits<double>::infinity();
 };
+
+/// How far below 0 a finite mask value (the lowest finite value of its
+/// type, times the scale applied after it) must lie to be read as -inf:
+/// exp(-1000) is 0 in f64 and every narrower float type, so a hidden key
+/// gets no weight unless all of its row's visible scores lie below -255.
+constexpr double kMinFillMagnitude = 1000.0;
 
 /// Recognizes the scores. Sets `why` on failure.
 std::optional<ScoreMatch> matchScores(const Expr *x, std::string &why);
 
 /// Reads a constant mask leaf as a causal mask: returns the offset c such
 /// that the mask is 0 where j <= i + c and -inf (or the lowest finite
-/// value) elsewhere, or std::nullopt.
-std::optional<int64_t> matchCausalConstant(const Expr *maskLeaf);
+/// value of `usedAs`, the type the scores add it in) elsewhere, or
+/// std::nullopt. `hiddenMax` gets the largest hidden value.
+std::optional<int64_t> matchCausalConstant(const Expr *maskLeaf, Type usedAs,
+                                           double &hiddenMax);
 
 /// True when `c` is -inf or the lowest finite value of `t` (or below it).
 bool isNegInfLike(double c, Type t);
