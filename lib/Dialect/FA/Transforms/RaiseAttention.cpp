@@ -359,8 +359,7 @@ lookThroughOperand(ChainEvaluator &ev, const ViewedValue &operand) {
     }
     if (e->kind == Expr::Cast) {
       Type from = e->args[0]->type, to = e->type;
-      if (!from || !isa<FloatType>(from) || !isa<FloatType>(to) ||
-          from.getIntOrFloatBitWidth() >= to.getIntOrFloatBitWidth())
+      if (from == to || !isExactFloatCast(from, to))
         break;
       e = e->args[0];
       continue;
@@ -562,6 +561,15 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   if (fillTooSmall(scores->fill))
     return std::nullopt;
   if (scores->mask) {
+    // The mask reaches the scores through float casts that must be exact:
+    // a rounding to f16/bf16 on the way changes the mask the op would add.
+    for (const Expr *e = scores->mask; e->kind == Expr::Cast; e = e->args[0])
+      if (!isExactFloatCast(e->args[0]->type, e->type)) {
+        why = "the additive mask is rounded on its way to the scores (a "
+              "cast from " +
+              typeString(e->args[0]->type) + " to " + typeString(e->type) + ")";
+        return std::nullopt;
+      }
     const Expr *leaf = stripCasts(scores->mask);
     double hiddenMax;
     if (auto c = matchCausalConstant(leaf, scores->mask->type, hiddenMax)) {

@@ -134,8 +134,15 @@ bool raise::isNegInfLike(double c, Type t) {
   return c <= lowest;
 }
 
-/// `t` as MLIR prints it ("f32"), for remarks.
-static std::string typeString(Type t) {
+bool raise::isExactFloatCast(Type from, Type to) {
+  auto f = dyn_cast_or_null<FloatType>(from);
+  auto t = dyn_cast_or_null<FloatType>(to);
+  return f && t &&
+         (f == t || llvm::APFloatBase::isRepresentableBy(
+                        f.getFloatSemantics(), t.getFloatSemantics()));
+}
+
+std::string raise::typeString(Type t) {
   std::string text;
   llvm::raw_string_ostream os(text);
   if (t)
@@ -672,6 +679,10 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
     visited.insert(op);
     return make(std::move(e));
   }
+  if (auto identity = dyn_cast<tosa::IdentityOp>(op)) {
+    visited.insert(op);
+    return eval(identity.getInput1(), view);
+  }
   if (auto transpose = dyn_cast<tosa::TransposeOp>(op)) {
     ArrayRef<int32_t> perms = transpose.getPerms();
     View inView(view.size());
@@ -706,28 +717,34 @@ ChainEvaluator::reshapeSourceView(Value src, Value res,
         return std::nullopt;
       int64_t n = nonUnit.size();
       auto it = splits.find(l.batch);
-      // Two splits of one batch dim agree when they have as many parts and
-      // no two static sizes of a part differ (q 2x3 and k 3x2, both
-      // collapsed to 6, pair different rows). A dynamic part's size is
-      // checked against the other operands' at run time (fa.attention's
-      // contract), as any dynamic batch dim is.
+      // Two splits of one batch dim agree when they have as many parts, no
+      // two static sizes of a part differ (q 2x3 and k 3x2, both collapsed
+      // to 6, pair different rows), and at most one part is dynamic on
+      // either side: the collapsed sizes are equal (the original's
+      // products need them so), so the one dynamic part is the quotient of
+      // equal sizes by equal static parts. With two dynamic parts (q ?x4 and
+      // k 4x? at run time 3x4 and 4x3) nothing ties them: not raised.
       auto partSize = [](Value v, int64_t d) {
         return cast<RankedTensorType>(v.getType()).getDimSize(d);
       };
       auto differs = [&](const BatchSplit &split) {
         if (static_cast<int64_t>(split.parts.size()) != n)
           return true;
+        int64_t dynamicParts = 0;
         for (auto [p, part] : llvm::enumerate(split.parts)) {
           int64_t a = partSize(part.first, part.second),
                   b = srcTy.getDimSize(nonUnit[p]);
-          if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+          if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+            ++dynamicParts;
+          else if (a != b)
             return true;
         }
-        return false;
+        return dynamicParts > 1;
       };
       if (it != splits.end() && differs(it->second)) {
         splitError = "a reshape splits batch dim " + std::to_string(l.batch) +
-                     " in two different ways";
+                     " in two different ways (or in two ways with more than "
+                     "one dynamic part, which need not agree)";
         return std::nullopt;
       }
       if (it == splits.end()) {

@@ -254,6 +254,14 @@ std::optional<int64_t> matchCausalConstant(const Expr *maskLeaf, Type usedAs,
 /// True when `c` is -inf or the lowest finite value of `t` (or below it).
 bool isNegInfLike(double c, Type t);
 
+/// True when every value of float type `from` is a value of float type `to`
+/// (a cast from `from` to `to` is exact: f16 or bf16 to f32, not f32 to
+/// bf16 nor f16 to bf16).
+bool isExactFloatCast(Type from, Type to);
+
+/// `t` as MLIR prints it ("f32"), for remarks.
+std::string typeString(Type t);
+
 } // namespace raise
 } // namespace fa
 } // namespace mlir

@@ -229,3 +229,33 @@ func.func @bool_keep_mask(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: ten
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// An f16 mask extended to f32 before it is added (an exact cast, unlike a
+// rounding to f16: negative.mlir @mask_rounded_to_f16) is raised; the op
+// takes the extended mask.
+// CHECK-LABEL: func.func @mask_f16_extended
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}} : tensor<1x10x14xf32>) scale(5.000000e-01)
+func.func @mask_f16_extended(%q: tensor<3x10x8xf32>, %k: tensor<3x14x8xf32>, %v: tensor<3x14x6xf32>, %mask: tensor<10x14xf16>) -> tensor<3x10x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %s0 = tensor.empty() : tensor<3x10x14xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<3x10x14xf32>) -> tensor<3x10x14xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<3x10x8xf32>, tensor<3x14x8xf32>) outs(%sz : tensor<3x10x14xf32>) -> tensor<3x10x14xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %mask : tensor<3x10x14xf32>, tensor<10x14xf16>) outs(%s0 : tensor<3x10x14xf32>) {
+  ^bb0(%a: f32, %m: f16, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %me = arith.extf %m : f16 to f32
+    %r = arith.addf %x, %me : f32
+    linalg.yield %r : f32
+  } -> tensor<3x10x14xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<3x10x14xf32>) outs(%s0 : tensor<3x10x14xf32>) -> tensor<3x10x14xf32>
+  %o0 = tensor.empty() : tensor<3x10x6xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<3x10x14xf32>, tensor<3x14x6xf32>) outs(%oz : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
+  return %o : tensor<3x10x6xf32>
+}
