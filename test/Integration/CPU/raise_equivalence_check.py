@@ -24,7 +24,8 @@ probabilities (and often the scores) to the input type before the second
 product, fa.attention keeps them in f32). Inputs:
 float arguments are standard normal, rounded to their element type; i1
 arguments are random with probability 0.75 of true, index 0 of their last
-dim always true (no fully masked row). The last line is
+dim always true and index 1 always false (no fully masked row, whether the
+mask keeps keys where it is true or hides them there, as masked_fill does). The last line is
 'N passed, N failed'; the exit status is non-zero when any check fails.
 
 Usage: raise_equivalence_check.py FILE [--tol T] [--seed S] [--fa-opt P]
@@ -112,6 +113,8 @@ def random_input(rng, shape, elt):
         a = rng.random(shape) < 0.75
         if a.ndim:
             a[..., 0] = True
+            if a.shape[-1] >= 2:
+                a[..., 1] = False
         return a
     return round_to(rng.standard_normal(shape).astype(np.float32), elt)
 

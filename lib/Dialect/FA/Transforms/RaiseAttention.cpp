@@ -63,6 +63,9 @@ struct AttentionMatch {
   std::optional<ViewedValue> mask;
   double maskBeta = 1.0;
   std::optional<ViewedValue> boolMask;
+  /// The i1 mask hides keys where it is true (the op's keeps them there):
+  /// the rewrite passes its negation.
+  bool boolMaskHides = false;
   double scale = 1.0;
   CausalKind causal = CausalKind::none;
   /// Every op read through; erased once dead.
@@ -272,14 +275,15 @@ static Value convertElements(OpBuilder &b, Location loc, Value v, Type elt,
 
 /// Broadcasts the canonical mask `mask` ([batch'..., Tq', Tk'] with
 /// Tq' = 1 or Tk' = 1 where `present` says the dim was missing) to
-/// [batch'..., Tq, Tk], converting it to `elt` and scaling it by `factor`.
+/// [batch'..., Tq, Tk], converting it to `elt` and scaling it by `factor`
+/// (an i1 mask: negated when `negate`).
 static Value finishMask(OpBuilder &b, Location loc, Value mask,
                         ArrayRef<bool> present, OpFoldResult tq,
-                        OpFoldResult tk, Type elt, double factor) {
+                        OpFoldResult tk, Type elt, double factor, bool negate) {
   auto ty = cast<RankedTensorType>(mask.getType());
   int64_t rank = ty.getRank();
   bool hasQ = present[rank - 2], hasK = present[rank - 1];
-  if (hasQ && hasK && ty.getElementType() == elt && factor == 1.0)
+  if (hasQ && hasK && ty.getElementType() == elt && factor == 1.0 && !negate)
     return mask;
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, mask);
   sizes[rank - 2] = tq;
@@ -305,6 +309,10 @@ static Value finishMask(OpBuilder &b, Location loc, Value mask,
                      nb, nl, x,
                      arith::ConstantOp::create(nb, nl, elt,
                                                nb.getFloatAttr(elt, factor)));
+               if (negate)
+                 x = arith::XOrIOp::create(
+                     nb, nl, x,
+                     arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
                linalg::YieldOp::create(nb, nl, x);
              })
       .getResult(0);
@@ -596,6 +604,7 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
       return std::nullopt;
     }
     m.boolMask = ViewedValue{scores->boolMask->value, scores->boolMask->view};
+    m.boolMaskHides = scores->boolMaskHides;
     if (!canCanonicalize(*m.boolMask, with(Label::Query, Label::Key), true)) {
       why = "the i1 mask has a dim that is not a batch, query or key dim";
       return std::nullopt;
@@ -692,8 +701,9 @@ static AttentionOp buildAttention(RewriterBase &rewriter, AttentionMatch &m) {
     double factor = m.mask ? m.maskBeta : 1.0;
     if (m.mask && ((elt != qElt && !elt.isF32()) || factor != 1.0))
       elt = b.getF32Type();
-    mask = finishMask(b, loc, canon, present, qSizes[rank - 2],
-                      kSizes[rank - 2], elt, factor);
+    mask =
+        finishMask(b, loc, canon, present, qSizes[rank - 2], kSizes[rank - 2],
+                   elt, factor, !m.mask && m.boolMaskHides);
   }
 
   // o in the canonical layout, in the product's element type when fa can

@@ -748,6 +748,17 @@ ChainEvaluator::reshapeSourceView(Value src, Value res,
         return std::nullopt;
       }
       if (it == splits.end()) {
+        // The rewrite expands the other operands' merged batch dim to these
+        // parts; with two dynamic parts in one group that expand_shape does
+        // not lower (fa-to-cpu crashed in upstream's lowering), and nothing
+        // ties the sizes of another split to them either.
+        if (llvm::count_if(nonUnit, [&](int64_t s) {
+              return srcTy.isDynamicDim(s);
+            }) > 1) {
+          splitError = "a reshape splits batch dim " + std::to_string(l.batch) +
+                       " into more than one dynamic part";
+          return std::nullopt;
+        }
         BatchSplit split;
         for (int64_t s : nonUnit)
           split.parts.push_back({src, s});
@@ -1274,12 +1285,13 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     }
     if (cond->kind == Expr::Leaf &&
         getElementTypeOrSelf(cond->value.getType()).isInteger(1) &&
-        keepWhenTrue && !m->boolMask) {
+        !m->boolMask) {
       m->boolMask = cond;
+      m->boolMaskHides = !keepWhenTrue;
       return m;
     }
     why = "the select condition is neither a causal index comparison nor "
-          "an i1 keep-mask";
+          "an i1 mask";
     return std::nullopt;
   }
   case Expr::Opaque:

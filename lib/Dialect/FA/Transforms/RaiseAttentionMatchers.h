@@ -216,7 +216,7 @@ struct ProbMatch {
 std::optional<ProbMatch> matchProbabilities(const Expr *p, std::string &why);
 
 /// The scores: `alpha * (q k^T) + beta * mask`, with an optional causal
-/// select or boolean keep-mask.
+/// select or i1 mask (keeping or hiding keys where it is true).
 struct ScoreMatch {
   /// The q k^T product (a Leaf on the product's result).
   const Expr *product = nullptr;
@@ -224,8 +224,10 @@ struct ScoreMatch {
   /// An additive float mask (a Leaf, possibly under float casts).
   const Expr *mask = nullptr;
   double beta = 1.0;
-  /// A keep-where-true i1 mask (a Leaf).
+  /// An i1 mask (a Leaf): keys are kept where it is true, or hidden where
+  /// it is true when `boolMaskHides` (masked_fill(mask, -inf)).
   const Expr *boolMask = nullptr;
+  bool boolMaskHides = false;
   /// The causal alignment when a select on index comparisons or a constant
   /// triangular mask hides keys j > i + offset.
   std::optional<int64_t> causalOffset;

@@ -2,7 +2,8 @@
 
 // Masks: an additive float mask broadcast over the batch dims, a causal
 // select on linalg.index (top_left and bottom_right), a constant
-// lower-triangular 0/-inf tensor, an i1 keep-mask.
+// lower-triangular 0/-inf tensor, an i1 keep-mask, an i1 hide-mask
+// (masked_fill).
 
 #qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
 #qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
@@ -258,4 +259,34 @@ func.func @mask_f16_extended(%q: tensor<3x10x8xf32>, %k: tensor<3x14x8xf32>, %v:
   %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
   %o = linalg.batch_matmul ins(%p, %v : tensor<3x10x14xf32>, tensor<3x14x6xf32>) outs(%oz : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
   return %o : tensor<3x10x6xf32>
+}
+
+// -----
+
+// masked_fill(mask, -inf): an i1 mask that hides keys where it is true
+// (select(m, -inf, s)); the op keeps keys where its i1 mask is true, so the
+// rewrite passes the negated mask.
+// CHECK-LABEL: func.func @bool_hide_mask
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x6x10xi1>)
+// CHECK: %[[KEEP:.+]] = linalg.generic {{.*}} ins(%[[M]] : tensor<2x6x10xi1>)
+// CHECK: arith.xori %{{.+}}, %true
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[KEEP]] : tensor<2x6x10xi1>) scale(1.000000e+00)
+func.func @bool_hide_mask(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %hide: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %hide : tensor<2x6x10xf32>, tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %m: i1, %o: f32):
+    %r = arith.select %m, %ninf, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
 }

@@ -661,3 +661,40 @@ func.func @mask_rounded_to_f16(%q: tensor<3x10x8xf32>, %k: tensor<3x14x8xf32>, %
   %o = linalg.batch_matmul ins(%p, %v : tensor<3x10x14xf32>, tensor<3x14x6xf32>) outs(%oz : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
   return %o : tensor<3x10x6xf32>
 }
+
+// -----
+
+// q's batch dim is collapsed from [?, 2, ?]; k and v come flat. Raising
+// would expand k and v to two dynamic parts in one group, an expand_shape
+// that fa-to-cpu's upstream lowering crashed on, with nothing tying the
+// parts to q's: left untouched.
+// CHECK-LABEL: func.func @batch_split_into_two_dynamic_parts
+// CHECK-NOT: fa.attention
+func.func @batch_split_into_two_dynamic_parts(%q: tensor<?x2x?x?x32xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 0.176776692 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %qc = tensor.collapse_shape %q [[0, 1, 2], [3], [4]] : tensor<?x2x?x?x32xf32> into tensor<?x?x32xf32>
+  %kc = tensor.collapse_shape %k [[0], [1], [2]] : tensor<?x?x32xf32> into tensor<?x?x32xf32>
+  %vc = tensor.collapse_shape %v [[0], [1], [2]] : tensor<?x?x32xf32> into tensor<?x?x32xf32>
+  %bh = tensor.dim %qc, %c0 : tensor<?x?x32xf32>
+  %tq = tensor.dim %qc, %c1 : tensor<?x?x32xf32>
+  %tk = tensor.dim %kc, %c1 : tensor<?x?x32xf32>
+  %s0 = tensor.empty(%bh, %tq, %tk) : tensor<?x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<?x?x32xf32>, tensor<?x?x32xf32>) outs(%sz : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?x?xf32>
+  %p = linalg.softmax dimension(2) ins(%ss : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %o0 = tensor.empty(%bh, %tq) : tensor<?x?x32xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 into more than one dynamic part}}
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<?x?x?xf32>, tensor<?x?x32xf32>) outs(%oz : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  return %o : tensor<?x?x32xf32>
+}

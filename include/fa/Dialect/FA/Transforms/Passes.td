@@ -155,21 +155,27 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       several fused into one body), `linalg.reduce`, or TOSA ops
       (`tosa.reduce_max`, `tosa.sub`, `tosa.exp`, `tosa.reduce_sum`,
       `tosa.reciprocal`, `tosa.mul`); `maximumf` or `maxnumf`; max init
-      -inf or the lowest finite value; with or without the max subtraction;
-      float casts (upcast before, truncation after) anywhere in the chain;
+      -inf or the lowest finite value of the type the max is taken in; with
+      or without the max subtraction; float casts (upcast before,
+      truncation after) on the scores and probabilities, exact upcasts only
+      on q, k, v and the mask; `tosa.identity` anywhere;
     - the scores: `alpha * (q k^T) + beta * mask` where scalings are
       multiplications or divisions by positive constants (on the scores, or
       on q or k when exact: a power of two or computed in f32), an additive
       float mask tensor (broadcast over batch dims; it becomes the op's
-      mask, scaled by beta when beta != 1), an i1 keep-mask through a
-      select, and a causal mask: a select between the scores and -inf (or
-      the lowest finite value) on a `linalg.index` comparison that keeps
-      j <= i + c, or a constant 0 / -inf lower-triangular tensor added to
-      the scores; c = 0 gives `causal(top_left)`, c = Tk - Tq (static)
-      `causal(bottom_right)`;
+      mask, scaled by beta when beta != 1), an i1 mask through a select
+      (keeping keys where it is true, or hiding them there as
+      `masked_fill(mask, -inf)` does: the op gets its negation), and a
+      causal mask: a select between the scores and -inf (or the lowest
+      finite value of the select's type, when times the scale after it it
+      is at most -1000) on a `linalg.index` comparison (index or i64,
+      constants up to 2^32) that keeps j <= i + c, or a constant 0 / -inf
+      lower-triangular tensor added to the scores; c = 0 gives
+      `causal(top_left)`, c = Tk - Tq (static) `causal(bottom_right)`;
     - layouts: transposes (`linalg.transpose`, `tosa.transpose`, or the
       products' indexing maps) and reshapes of batch dims
-      (`tensor.collapse_shape` / `expand_shape`, `tosa.reshape`) anywhere in
+      (`tensor.collapse_shape` / `expand_shape`, `tosa.reshape`; a batch
+      dim split in two operands with at most one dynamic part) anywhere in
       the chain. q, k, v are brought to `[batch..., T, D]` with
       transpose / expand_shape; a batch dim that a reshape splits is split
       in the fa.attention too, and merged back for the product's users.
