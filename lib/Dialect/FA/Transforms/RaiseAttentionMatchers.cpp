@@ -187,6 +187,8 @@ static std::string describe(const Expr *e) {
     return "a select";
   case Expr::CmpI:
     return "an integer comparison";
+  case Expr::Not:
+    return "a logical not";
   case Expr::AddI:
   case Expr::SubI:
     return "index arithmetic";
@@ -313,6 +315,15 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
   else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     e.kind = Expr::CmpI;
     e.pred = static_cast<int64_t>(cmp.getPredicate());
+  } else if (isa<arith::XOrIOp>(op) && e.type.isInteger(1) &&
+             llvm::any_of(args, [](const Expr *a) {
+               return a->kind == Expr::Const && a->cst != 0.0;
+             })) {
+    // xori with true: a logical not of the other operand.
+    e.kind = Expr::Not;
+    const Expr *other =
+        args[0]->kind == Expr::Const && args[0]->cst != 0.0 ? args[1] : args[0];
+    e.args.assign({other});
   } else if (isa<arith::AddIOp>(op))
     e.kind = Expr::AddI;
   else if (isa<arith::SubIOp>(op))
@@ -679,6 +690,8 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
     visited.insert(op);
     return make(std::move(e));
   }
+  if (auto logicalNot = dyn_cast<tosa::LogicalNotOp>(op))
+    return node(Expr::Not, {operand(logicalNot.getInput1())});
   if (auto identity = dyn_cast<tosa::IdentityOp>(op)) {
     visited.insert(op);
     return eval(identity.getInput1(), view);
@@ -1175,6 +1188,51 @@ static bool containsProduct(const Expr *e) {
   return isProductLeaf(e) || llvm::any_of(e->args, containsProduct);
 }
 
+static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why);
+
+/// The scores `x` with keys hidden by `fill` (-inf or the lowest finite
+/// value) where the i1 `condition` is false (`keepWhenTrue`) or true: a
+/// causal index comparison or an i1 mask, under any number of logical nots.
+static std::optional<ScoreMatch>
+parseMaskedScores(const Expr *condition, bool keepWhenTrue, const Expr *fill,
+                  const Expr *x, std::string &why) {
+  const Expr *cond = stripCasts(condition);
+  // select(not c, a, b) == select(c, b, a).
+  while (cond->kind == Expr::Not) {
+    keepWhenTrue = !keepWhenTrue;
+    cond = stripCasts(cond->args[0]);
+  }
+  auto m = parseScores(x, why);
+  if (!m)
+    return std::nullopt;
+  m->fill = std::max(m->fill, stripCasts(fill)->cst);
+  if (cond->kind == Expr::CmpI) {
+    std::optional<int64_t> off = causalOffset(cond, keepWhenTrue);
+    if (!off) {
+      why = "the select condition is not a causal comparison of the key "
+            "index with the query index plus a constant (of magnitude at "
+            "most 2^32)";
+      return std::nullopt;
+    }
+    if (m->causalOffset) {
+      why = "the scores are causally masked twice";
+      return std::nullopt;
+    }
+    m->causalOffset = off;
+    return m;
+  }
+  if (cond->kind == Expr::Leaf &&
+      getElementTypeOrSelf(cond->value.getType()).isInteger(1) &&
+      !m->boolMask) {
+    m->boolMask = cond;
+    m->boolMaskHides = !keepWhenTrue;
+    return m;
+  }
+  why = "the select condition is neither a causal index comparison nor "
+        "an i1 mask";
+  return std::nullopt;
+}
+
 static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
   switch (e->kind) {
   case Expr::Cast:
@@ -1219,6 +1277,23 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     const Expr *x = e->args[0], *mask = e->args[1];
     if (!containsProduct(x) && containsProduct(mask))
       std::swap(x, mask);
+    // A bias select(c, fill, 0) added to the scores (SDPA's boolean
+    // attn_mask as torch decomposes it, masked_fill of a zero bias) is the
+    // select(c, fill, x) of the scores: x + 0 = x, x + fill = fill (-inf,
+    // or the lowest value absorbing any score of normal size; the fill rule
+    // applies as for a select on the scores).
+    if (const Expr *bias = stripCasts(mask); bias->kind == Expr::Select) {
+      auto isZero = [](const Expr *a) {
+        a = stripCasts(a);
+        return a->kind == Expr::Const && a->cst == 0.0;
+      };
+      if (isNegInfConst(bias->args[1], bias->type) && isZero(bias->args[2]))
+        return parseMaskedScores(bias->args[0], /*keepWhenTrue=*/false,
+                                 bias->args[1], x, why);
+      if (isZero(bias->args[1]) && isNegInfConst(bias->args[2], bias->type))
+        return parseMaskedScores(bias->args[0], /*keepWhenTrue=*/true,
+                                 bias->args[2], x, why);
+    }
     auto m = parseScores(x, why);
     if (!m)
       return std::nullopt;
@@ -1246,7 +1321,6 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     return m;
   }
   case Expr::Select: {
-    const Expr *cond = stripCasts(e->args[0]);
     const Expr *x;
     bool keepWhenTrue;
     const Expr *fill;
@@ -1264,35 +1338,7 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
             typeString(e->type) + ")";
       return std::nullopt;
     }
-    auto m = parseScores(x, why);
-    if (!m)
-      return std::nullopt;
-    m->fill = std::max(m->fill, stripCasts(fill)->cst);
-    if (cond->kind == Expr::CmpI) {
-      std::optional<int64_t> off = causalOffset(cond, keepWhenTrue);
-      if (!off) {
-        why = "the select condition is not a causal comparison of the key "
-              "index with the query index plus a constant (of magnitude at "
-              "most 2^32)";
-        return std::nullopt;
-      }
-      if (m->causalOffset) {
-        why = "the scores are causally masked twice";
-        return std::nullopt;
-      }
-      m->causalOffset = off;
-      return m;
-    }
-    if (cond->kind == Expr::Leaf &&
-        getElementTypeOrSelf(cond->value.getType()).isInteger(1) &&
-        !m->boolMask) {
-      m->boolMask = cond;
-      m->boolMaskHides = !keepWhenTrue;
-      return m;
-    }
-    why = "the select condition is neither a causal index comparison nor "
-          "an i1 mask";
-    return std::nullopt;
+    return parseMaskedScores(e->args[0], keepWhenTrue, fill, x, why);
   }
   case Expr::Opaque:
     why = "the scores are computed with " + e->reason;

@@ -106,6 +106,9 @@ struct Expr {
     Select,
     /// Integer comparison with predicate `pred` (an arith::CmpIPredicate).
     CmpI,
+    /// The logical negation of an i1 args[0] (arith.xori with true,
+    /// tosa.logical_not).
+    Not,
     // Index arithmetic.
     AddI,
     SubI,

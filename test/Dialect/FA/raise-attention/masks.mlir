@@ -290,3 +290,43 @@ func.func @bool_hide_mask(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: ten
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// SDPA's boolean attn_mask as torch decomposes it: a bias
+// select(not m, -inf, 0) (the not an arith.xori with true) added to the
+// scaled scores. The bias is a select on the scores; the nots cancel and m
+// is the op's i1 keep-mask as it is.
+// CHECK-LABEL: func.func @sdpa_bool_mask_bias
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x6x10xi1>)
+// CHECK-NOT: linalg.generic
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x6x10xi1>) scale(5.000000e-01)
+func.func @sdpa_bool_mask_bias(%q: tensor<2x6x4xf32>, %k: tensor<2x10x4xf32>, %v: tensor<2x10x4xf32>, %keep: tensor<2x6x10xi1>) -> tensor<2x6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %true = arith.constant true
+  %s0 = tensor.empty() : tensor<2x6x10xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep : tensor<2x6x10xi1>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%m: i1, %o: f32):
+    %hide = arith.xori %m, %true : i1
+    %r = arith.select %hide, %ninf, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x6x4xf32>, tensor<2x10x4xf32>) outs(%sz : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x6x10xf32>, tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %r = arith.addf %x, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x10xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x6x10xf32>) outs(%s0 : tensor<2x6x10xf32>) -> tensor<2x6x10xf32>
+  %o0 = tensor.empty() : tensor<2x6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %o : tensor<2x6x4xf32>
+}

@@ -108,3 +108,32 @@ func.func @tosa_identity(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: t
   %o4 = tosa.reshape %o, %s4o : (tensor<6x8x4xf32>, !tosa.shape<4>) -> tensor<2x3x8x4xf32>
   return %o4 : tensor<2x3x8x4xf32>
 }
+
+// -----
+
+// TOSA masked_fill: tosa.select(tosa.logical_not(keep), -inf, s); the not
+// cancels against the select's polarity and keep is the op's i1 mask.
+
+// CHECK-LABEL: func.func @tosa_logical_not_select
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x8x8xi1>)
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x8x8xi1>) scale(5.000000e-01)
+// CHECK-NOT: tosa.logical_not
+func.func @tosa_logical_not_select(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>, %keep: tensor<2x8x8xi1>) -> tensor<2x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x8x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x8xf32>
+  %sc = tosa.mul %s, %half, %shift : (tensor<2x8x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x8x8xf32>
+  %hide = tosa.logical_not %keep : (tensor<2x8x8xi1>) -> tensor<2x8x8xi1>
+  %sm = tosa.select %hide, %ninf, %sc : (tensor<2x8x8xi1>, tensor<1x1x1xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x8x8xf32>, tensor<2x8x1xf32>) -> tensor<2x8x8xf32>
+  %e = tosa.exp %d : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<2x8x8xf32>, tensor<2x8x1xf32>, tensor<1xi8>) -> tensor<2x8x8xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x8x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}

@@ -165,7 +165,9 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       float mask tensor (broadcast over batch dims; it becomes the op's
       mask, scaled by beta when beta != 1), an i1 mask through a select
       (keeping keys where it is true, or hiding them there as
-      `masked_fill(mask, -inf)` does: the op gets its negation), and a
+      `masked_fill(mask, -inf)` does: the op gets its negation; under
+      `arith.xori` with true or `tosa.logical_not`; also as a bias
+      `select(m, -inf, 0)` added to the scores), and a
       causal mask: a select between the scores and -inf (or the lowest
       finite value of the select's type, when times the scale after it it
       is at most -1000) on a `linalg.index` comparison (index or i64,
