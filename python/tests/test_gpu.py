@@ -216,6 +216,29 @@ def test_backward(dtype, causal):
         assert rel(ours, ref) < tol, name
 
 
+def test_backward_keys_past_seqlen_k_add_nothing_to_dq():
+    """A ragged seqlen_k (300: the last 128-key block is partly past Tk) with
+    strongly negative scores (lse about -26): the keys past Tk, whose K/V
+    rows load as zeros, must be hidden. Unmasked, their probability is
+    exp(-lse) (S = 0), about 2.6e11, and their dS overflowed f16; inf times
+    the zero K rows made dq NaN in the sm_90a backward with dq atomics."""
+    torch.manual_seed(0)
+    shape = (1, 2, 64, 64)
+    q = (-4 + 0.1 * torch.randn(*shape, device="cuda")).half().requires_grad_()
+    k = (1 + 0.1 * torch.randn(1, 2, 300, 64, device="cuda")).half().requires_grad_()
+    v = rand(1, 2, 300, 64, dtype=torch.float16).requires_grad_()
+    do = rand(*shape, dtype=torch.float16)
+    o = fa_opt.attention(q, k, v)
+    dq, dk, dv = grads_or_skip(o, (q, k, v), do)
+    qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref_o, ref_lse = reference(qd, kd, vd)
+    assert ref_lse.max().item() < -20
+    rq, rk, rv = torch.autograd.grad(ref_o, (qd, kd, vd), do.double())
+    for name, ours, ref in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+        assert torch.isfinite(ours).all(), name
+        assert rel(ours, ref) < 3e-2, name
+
+
 def test_backward_under_torch_deterministic_algorithms():
     """Under torch.use_deterministic_algorithms(True) the backward takes
     kernels whose manifest says `deterministic 1` (compiled with

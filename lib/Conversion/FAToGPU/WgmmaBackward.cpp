@@ -1243,6 +1243,17 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                                         x.cmpI(arith::CmpIPredicate::sgt,
                                                x.add(warpRow0, x.cstIndex(15)),
                                                x.add(r0, causalOffset)));
+      // dq atomics: keys past Tk (their K/V rows load as zeros) are hidden
+      // too. Unmasked, their P = exp(-lse) is not bounded by 1 (S = 0), and
+      // with strongly negative scores (lse < 0) their dS overflowed f16:
+      // inf x the zero K rows made dq NaN. Without dq atomics only their
+      // dK/dV rows, which are not stored, see them. Warp-uniform: the
+      // warp's last key.
+      if (dqAtomic)
+        needMask =
+            arith::OrIOp::create(x.b, x.loc, needMask,
+                                 x.cmpI(arith::CmpIPredicate::sge,
+                                        x.add(warpRow0, x.cstIndex(15)), tk));
       maskFragments(
           x, needMask, sTiles,
           [&](FragmentBuilder &y, int64_t, int64_t n, int64_t h, int64_t e) {
@@ -1253,6 +1264,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                                             y.cmpI(arith::CmpIPredicate::sgt,
                                                    rowOf(y, h),
                                                    y.add(query, causalOffset)));
+            if (dqAtomic)
+              hidden = arith::OrIOp::create(
+                  y.b, y.loc, hidden,
+                  y.cmpI(arith::CmpIPredicate::sge, rowOf(y, h), tk));
             return hidden;
           });
     } else {
