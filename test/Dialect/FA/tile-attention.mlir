@@ -155,6 +155,26 @@ func.func @tile_broadcast_float_mask(%q: tensor<3x64x8xf32>, %k: tensor<3x64x8xf
 
 // -----
 
+// A dynamic mask batch dim broadcasts when it is 1 at run time: the tile
+// reads batch index select(dim == 1, 0, b).
+
+// CHECK-LABEL: func.func @tile_dynamic_mask_batch
+// CHECK-SAME: %[[MASK:[a-zA-Z0-9_]+]]: tensor<?x64x64xf32>
+// CHECK: scf.for %[[B:[a-zA-Z0-9_]+]] =
+// CHECK: scf.for %[[I0:[a-zA-Z0-9_]+]] =
+// CHECK: scf.for %[[J0:[a-zA-Z0-9_]+]] =
+// CHECK: %[[D:.+]] = tensor.dim %[[MASK]], %c0
+// CHECK: %[[ONE:.+]] = arith.cmpi eq, %[[D]], %c1
+// CHECK: %[[MB:.+]] = arith.select %[[ONE]], %c0, %[[B]] : index
+// CHECK: %[[MT:[a-zA-Z0-9_]+]] = tensor.extract_slice %[[MASK]][%[[MB]], %[[I0]], %[[J0]]]
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[MT]] : tensor<?x?xf32>, tensor<?x?xf32>)
+func.func @tile_dynamic_mask_batch(%q: tensor<3x64x8xf32>, %k: tensor<3x64x8xf32>, %v: tensor<3x64x8xf32>, %m: tensor<?x64x64xf32>) -> tensor<3x64x8xf32> {
+  %o = fa.attention %q, %k, %v mask(%m : tensor<?x64x64xf32>) : tensor<3x64x8xf32>, tensor<3x64x8xf32>, tensor<3x64x8xf32> -> tensor<3x64x8xf32>
+  return %o : tensor<3x64x8xf32>
+}
+
+// -----
+
 // A declared result type more (or less) static than the operands imply: the
 // tiled value is cast to it (the verifier accepts compatible shapes).
 

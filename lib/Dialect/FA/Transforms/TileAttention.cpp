@@ -62,13 +62,22 @@ buildKeyBlockUpdate(TileBuilder &tb, AttentionOp op, Value scale,
                         tb.map(3, {0, 1}));
 
   // The optional mask tile [rows, cols]; broadcast (size-1) batch dims read
-  // index 0.
+  // index 0. A dynamic batch dim broadcasts when it is 1 at run time.
   Value maskTile;
   if (Value mask = op.getMask()) {
     auto mTy = cast<RankedTensorType>(mask.getType());
     SmallVector<Value> mBatch;
-    for (auto [i, idx] : llvm::enumerate(batch))
-      mBatch.push_back(mTy.getDimSize(i) == 1 ? tb.cstIndex(0) : idx);
+    for (auto [i, idx] : llvm::enumerate(batch)) {
+      if (!mTy.isDynamicDim(i)) {
+        mBatch.push_back(mTy.getDimSize(i) == 1 ? tb.cstIndex(0) : idx);
+        continue;
+      }
+      Value isOne = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          tensor::DimOp::create(b, loc, mask, i), tb.cstIndex(1));
+      mBatch.push_back(
+          arith::SelectOp::create(b, loc, isOne, tb.cstIndex(0), idx));
+    }
     SmallVector<OpFoldResult> offsets(mBatch.begin(), mBatch.end());
     SmallVector<OpFoldResult> sizes(mBatch.size(), b.getIndexAttr(1));
     offsets.push_back(i0);
@@ -253,17 +262,6 @@ LogicalResult mlir::fa::tileAttention(RewriterBase &rewriter, AttentionOp op,
   if (options.blockM <= 0 || options.blockN <= 0)
     return op.emitOpError("expected positive block-m and block-n, got ")
            << options.blockM << " and " << options.blockN;
-  Value mask = op.getMask();
-  if (mask) {
-    auto mTy = cast<RankedTensorType>(mask.getType());
-    for (int64_t i = 0, e = op.getNumBatchDims(); i < e; ++i)
-      if (mTy.isDynamicDim(i))
-        return op.emitOpError("expected static mask batch dims (1 to "
-                              "broadcast, or the size of q's) for tiling, "
-                              "got a dynamic dim ")
-               << i;
-  }
-
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   Location loc = op.getLoc();

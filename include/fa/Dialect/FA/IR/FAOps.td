@@ -107,10 +107,10 @@ def FA_AttentionOp : FA_Op<"attention", [Pure]> {
     behaviour, as for a mismatched `linalg.matmul`. Static head
     dims (head_dim of q/k, head_dim_v of v) must be positive, `scale`
     must be representable in f32, and no operand or result may carry a
-    tensor encoding (the op takes and gives dense tensors). The mask's
-    batch dims must be static to be tiled (1 to broadcast, or q's size):
-    `fa-tile-attention` and `fa-to-cpu` report a dynamic one as an error on
-    the op (`fa-to-ptx` takes no mask yet).
+    tensor encoding (the op takes and gives dense tensors). A dynamic mask
+    batch dim broadcasts when it is 1 at run time and otherwise must equal
+    q's (the tiled code reads batch index 0 or q's; `fa-to-ptx` takes no
+    mask yet).
 
     Example:
 
