@@ -20,12 +20,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -520,7 +522,7 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   chain.insert(qk.op);
   for (Operation *op : chain)
     for (Operation *user : op->getUsers())
-      if (user != pv.op && !chain.contains(user)) {
+      if (user != pv.op && !chain.contains(user) && !isa<tensor::DimOp>(user)) {
         why = "the result of '" + op->getName().getStringRef().str() +
               "' in the attention chain has another user ('" +
               user->getName().getStringRef().str() + "')";
@@ -853,8 +855,29 @@ static void addProducers(Operation *op, llvm::SetVector<Operation *> &work,
 
 /// Erases the ops of `ops` (and the producers of what they read) that are
 /// dead, until none is.
+/// Rewrites the `tensor.dim` users of the chain's ops in terms of the sizes
+/// of their operands (upstream's resolve-ranked-shaped-type-result-dims
+/// patterns, to a fixpoint), so that a shape query (as TorchToLinalg sizes
+/// each `tensor.empty`) does not keep a chain op alive. A query that does
+/// not resolve keeps its op, which stays correct.
+static void resolveChainDims(ArrayRef<Operation *> ops) {
+  SmallVector<Operation *> dims;
+  for (Operation *op : ops)
+    for (Operation *user : op->getUsers())
+      if (isa<tensor::DimOp>(user))
+        dims.push_back(user);
+  if (dims.empty())
+    return;
+  RewritePatternSet patterns(dims.front()->getContext());
+  memref::populateResolveRankedShapedTypeResultDimsPatterns(patterns);
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+  (void)applyOpPatternsGreedily(dims, std::move(patterns), config);
+}
+
 static void eraseDeadChain(RewriterBase &rewriter, ArrayRef<Operation *> ops,
                            DenseSet<Operation *> &erased) {
+  resolveChainDims(ops);
   llvm::SetVector<Operation *> work;
   for (Operation *op : ops)
     if (!erased.contains(op))

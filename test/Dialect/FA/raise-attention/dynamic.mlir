@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-raise-attention | FileCheck %s
+// RUN: fa-opt %s --fa-raise-attention --split-input-file | FileCheck %s
 
 // Dynamic batch and sequence dims: [?, ?, D] through collapse/expand and a
 // named softmax; the reshape sizes come from tensor.dim.
@@ -38,4 +38,62 @@ func.func @dynamic_batch_seq(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>,
   %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
   %o = linalg.batch_matmul ins(%p, %vc : tensor<?x?x?xf32>, tensor<?x?x32xf32>) outs(%oz : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
   return %o : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Dynamic shapes as TorchToLinalg writes them: each tensor.empty is sized
+// by a tensor.dim of the previous result (here the scores'). The shape
+// queries do not hold the chain: they are rewritten in terms of the
+// operands' sizes and the chain dies.
+
+// CHECK-LABEL: func.func @tensor_dim_of_scores
+// CHECK-NEXT: %[[O:.+]] = fa.attention %arg0, %arg1, %arg2 scale(1.000000e+00) : tensor<?x8x4xf32>, tensor<?x8x4xf32>, tensor<?x8x4xf32> -> tensor<?x8x4xf32>
+// CHECK-NEXT: return %[[O]]
+// EQUIV-SHAPES: @tensor_dim_of_scores(3x8x4, 3x8x4, 3x8x4) -> (3x8x4)
+func.func @tensor_dim_of_scores(%q: tensor<?x8x4xf32>, %k: tensor<?x8x4xf32>, %v: tensor<?x8x4xf32>) -> tensor<?x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x4xf32>
+  %s0 = tensor.empty(%b) : tensor<?x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x8x8xf32>) -> tensor<?x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<?x8x4xf32>, tensor<?x8x4xf32>) outs(%sz : tensor<?x8x8xf32>) -> tensor<?x8x8xf32>
+  %bs = tensor.dim %s, %c0 : tensor<?x8x8xf32>
+  %p0 = tensor.empty(%bs) : tensor<?x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<?x8x8xf32>) outs(%p0 : tensor<?x8x8xf32>) -> tensor<?x8x8xf32>
+  %o0 = tensor.empty(%b) : tensor<?x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x8x4xf32>) -> tensor<?x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<?x8x8xf32>, tensor<?x8x4xf32>) outs(%oz : tensor<?x8x4xf32>) -> tensor<?x8x4xf32>
+  return %o : tensor<?x8x4xf32>
+}
+
+// -----
+
+// An additive mask whose batch dim is dynamic (equal to q's): the op's mask
+// keeps the dynamic dim, which the tiled code reads along q's batch unless
+// it is 1 at run time.
+
+// CHECK-LABEL: func.func @dynamic_mask_batch
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}} : tensor<?x8x8xf32>)
+// EQUIV-SHAPES: @dynamic_mask_batch(3x8x4, 3x8x4, 3x8x4, 3x8x8) -> (3x8x4)
+func.func @dynamic_mask_batch(%q: tensor<?x8x4xf32>, %k: tensor<?x8x4xf32>, %v: tensor<?x8x4xf32>, %mask: tensor<?x8x8xf32>) -> tensor<?x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x4xf32>
+  %s0 = tensor.empty(%b) : tensor<?x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x8x8xf32>) -> tensor<?x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<?x8x4xf32>, tensor<?x8x4xf32>) outs(%sz : tensor<?x8x8xf32>) -> tensor<?x8x8xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %mask : tensor<?x8x8xf32>, tensor<?x8x8xf32>) outs(%s0 : tensor<?x8x8xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %r = arith.addf %a, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<?x8x8xf32>) outs(%s0 : tensor<?x8x8xf32>) -> tensor<?x8x8xf32>
+  %o0 = tensor.empty(%b) : tensor<?x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x8x4xf32>) -> tensor<?x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<?x8x8xf32>, tensor<?x8x4xf32>) outs(%oz : tensor<?x8x4xf32>) -> tensor<?x8x4xf32>
+  return %o : tensor<?x8x4xf32>
 }

@@ -199,7 +199,8 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
     Preconditions and what stays untouched: the chain must be on tensors;
     no intermediate (scores, exponentials, sums, probabilities, the Q K^T
     product) may have a user outside the chain, since fa.attention does not
-    produce it; the softmax must normalize over the key axis and the second
+    produce it (shape queries, `tensor.dim`, excepted: they are rewritten
+    in terms of the operands' sizes); the softmax must normalize over the key axis and the second
     product contract it (a softmax over the query axis, or probabilities
     transposed before the second product, are left alone); scales must be
     finite positive constants and masks of the forms above. Rows that the
