@@ -529,20 +529,28 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
         return std::nullopt;
       }
 
-  // q, k, v, looking through exact upcasts and constant scalings.
-  auto [q, qFactor] = lookThroughOperand(*ev, qOperand);
-  auto [k, kFactor] = lookThroughOperand(*ev, kOperand);
+  // q, k, v, looking through exact upcasts and constant scalings. An
+  // operand whose reshapes split a batch dim otherwise than the operands
+  // before it (GQA's k and v after canonicalization: [B, Hkv, G] collapsed
+  // at once where q's [B, H] is) is taken as the product reads it; the
+  // split recorded first applies to it as to the others.
+  auto lookThrough = [&](const ViewedValue &operand) {
+    auto looked = lookThroughOperand(*ev, operand);
+    if (ev->splitError) {
+      ev->splitError.reset();
+      return std::make_pair(operand, 1.0);
+    }
+    return looked;
+  };
+  auto [q, qFactor] = lookThrough(qOperand);
+  auto [k, kFactor] = lookThrough(kOperand);
   m.q = q;
   m.k = k;
   // A scaled v is not foldable: only exact upcasts and layout changes are
   // looked through.
   ViewedValue vOperand{vValue, vView};
-  auto [vLooked, vFactor] = lookThroughOperand(*ev, vOperand);
+  auto [vLooked, vFactor] = lookThrough(vOperand);
   m.v = vFactor == 1.0 ? vLooked : vOperand;
-  if (ev->splitError) {
-    why = *ev->splitError;
-    return std::nullopt;
-  }
   m.splits = ev->getSplits();
 
   SmallVector<Label> batch = canonicalBatch(m);

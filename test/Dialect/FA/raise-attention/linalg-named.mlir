@@ -230,3 +230,84 @@ func.func @gqa_broadcast_kv(%q: tensor<2x6x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v
   } -> tensor<2x6x8x4xf32>
   return %o : tensor<2x6x8x4xf32>
 }
+
+// -----
+
+// q and k split their batch dim 6 as 2x3 and 3x2 before the collapse. The
+// products pair flat batch index n of both collapsed tensors; k is taken
+// as the product reads it (flat) and expanded with q's split, which pairs
+// the same rows.
+
+// CHECK-LABEL: func.func @batch_split_sizes_differ
+// CHECK: %[[KC:.+]] = tensor.collapse_shape %arg1 {{\[\[}}0, 1], [2], [3]] : tensor<3x2x8x4xf32> into tensor<6x8x4xf32>
+// CHECK: %[[KE:.+]] = tensor.expand_shape %[[KC]] {{\[\[}}0, 1], [2], [3]] output_shape [2, 3, 8, 4]
+// CHECK: fa.attention %arg0, %[[KE]], %{{.+}} scale(1.000000e+00) : tensor<2x3x8x4xf32>, tensor<2x3x8x4xf32>, tensor<2x3x8x4xf32> -> tensor<2x3x8x4xf32>
+func.func @batch_split_sizes_differ(%q: tensor<2x3x8x4xf32>, %k: tensor<3x2x8x4xf32>, %v: tensor<6x8x4xf32>) -> tensor<6x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<3x2x8x4xf32> into tensor<6x8x4xf32>
+  %s0 = tensor.empty() : tensor<6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %o0 = tensor.empty() : tensor<6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  return %o : tensor<6x8x4xf32>
+}
+
+// -----
+
+// The mask splits the batch dim as 3x2 where q, k and v split it as 2x3:
+// the mask's split (met first, in the scores) is the op's; q, k and v are
+// taken flat and expanded to it.
+
+// CHECK-LABEL: func.func @mask_split_sizes_differ
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%arg3 : tensor<3x2x8x8xf32>) scale(1.000000e+00) : tensor<3x2x8x4xf32>, tensor<3x2x8x4xf32>, tensor<3x2x8x4xf32> -> tensor<3x2x8x4xf32>
+func.func @mask_split_sizes_differ(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>, %m: tensor<3x2x8x8xf32>) -> tensor<6x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
+  %mc = tensor.collapse_shape %m [[0, 1], [2], [3]] : tensor<3x2x8x8xf32> into tensor<6x8x8xf32>
+  %s0 = tensor.empty() : tensor<6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %sm = linalg.add ins(%s, %mc : tensor<6x8x8xf32>, tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %o0 = tensor.empty() : tensor<6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  return %o : tensor<6x8x4xf32>
+}
+
+// -----
+
+// GQA after --canonicalize: the repeat's collapse [B, Hkv, G] -> [B, H] and
+// the product's [B, H] -> [B * H] are one collapse of k and v, while q is
+// collapsed from [B, H]. k and v are taken as the products read them and
+// expanded with q's split.
+
+// CHECK-LABEL: func.func @gqa_canonicalized_collapse
+// CHECK: fa.attention %arg0, %{{.+}}, %{{.+}} scale(1.000000e+00) : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+func.func @gqa_canonicalized_collapse(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e5 = tensor.empty() : tensor<2x2x2x8x16xf32>
+  %kb = linalg.broadcast ins(%k : tensor<2x2x8x16xf32>) outs(%e5 : tensor<2x2x2x8x16xf32>) dimensions = [2]
+  %vb = linalg.broadcast ins(%v : tensor<2x2x8x16xf32>) outs(%e5 : tensor<2x2x2x8x16xf32>) dimensions = [2]
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x4x8x16xf32> into tensor<8x8x16xf32>
+  %kc = tensor.collapse_shape %kb [[0, 1, 2], [3], [4]] : tensor<2x2x2x8x16xf32> into tensor<8x8x16xf32>
+  %vc = tensor.collapse_shape %vb [[0, 1, 2], [3], [4]] : tensor<2x2x2x8x16xf32> into tensor<8x8x16xf32>
+  %s0 = tensor.empty() : tensor<8x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<8x8x8xf32>) -> tensor<8x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<8x8x16xf32>, tensor<8x8x16xf32>) outs(%sz : tensor<8x8x8xf32>) -> tensor<8x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<8x8x8xf32>) outs(%s0 : tensor<8x8x8xf32>) -> tensor<8x8x8xf32>
+  %o0 = tensor.empty() : tensor<8x8x16xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<8x8x16xf32>) -> tensor<8x8x16xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<8x8x8xf32>, tensor<8x8x16xf32>) outs(%oz : tensor<8x8x16xf32>) -> tensor<8x8x16xf32>
+  %oe = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 4, 8, 16] : tensor<8x8x16xf32> into tensor<2x4x8x16xf32>
+  return %oe : tensor<2x4x8x16xf32>
+}

@@ -313,53 +313,6 @@ func.func @encoded_v(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x
 
 // -----
 
-// q and k split their batch dim 6 as 2x3 and 3x2 before the collapse: the
-// same flat batch index pairs different (batch, head) rows, so the chain is
-// not one attention over [2, 3] heads.
-// CHECK-LABEL: func.func @batch_split_sizes_differ
-// CHECK-NOT: fa.attention
-func.func @batch_split_sizes_differ(%q: tensor<2x3x8x4xf32>, %k: tensor<3x2x8x4xf32>, %v: tensor<6x8x4xf32>) -> tensor<6x8x4xf32> {
-  %zero = arith.constant 0.0 : f32
-  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
-  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<3x2x8x4xf32> into tensor<6x8x4xf32>
-  %s0 = tensor.empty() : tensor<6x8x8xf32>
-  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
-      ins(%qc, %kc : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %p = linalg.softmax dimension(2) ins(%s : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %o0 = tensor.empty() : tensor<6x8x4xf32>
-  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
-  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 in two different ways}}
-  %o = linalg.batch_matmul ins(%p, %v : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
-  return %o : tensor<6x8x4xf32>
-}
-
-// -----
-
-// The mask splits the batch dim as 3x2 where q, k and v split it as 2x3.
-// CHECK-LABEL: func.func @mask_split_sizes_differ
-// CHECK-NOT: fa.attention
-func.func @mask_split_sizes_differ(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>, %m: tensor<3x2x8x8xf32>) -> tensor<6x8x4xf32> {
-  %zero = arith.constant 0.0 : f32
-  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
-  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
-  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x3x8x4xf32> into tensor<6x8x4xf32>
-  %mc = tensor.collapse_shape %m [[0, 1], [2], [3]] : tensor<3x2x8x8xf32> into tensor<6x8x8xf32>
-  %s0 = tensor.empty() : tensor<6x8x8xf32>
-  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
-      ins(%qc, %kc : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %sm = linalg.add ins(%s, %mc : tensor<6x8x8xf32>, tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %p = linalg.softmax dimension(2) ins(%sm : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
-  %o0 = tensor.empty() : tensor<6x8x4xf32>
-  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
-  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 in two different ways}}
-  %o = linalg.batch_matmul ins(%p, %vc : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
-  return %o : tensor<6x8x4xf32>
-}
-
-// -----
-
 // The lowest finite fill times a scale of 1.5e-38 after it is -5.1: hidden
 // keys keep a weight of exp(-5.1), not the 0 of a causal mask.
 // CHECK-LABEL: func.func @lowest_fill_then_tiny_scale
@@ -596,44 +549,6 @@ func.func @max_init_f16_lowest_in_f32(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf3
 
 // -----
 
-// q collapses [?, 4] and k [4, ?] into one batch dim: at run time q 3x4
-// and k 4x3 collapse to the same 12 and pair q[n / 4, n % 4] with
-// k[n / 3, n % 3], which no fa.attention batch layout reproduces. With two
-// dynamic parts nothing ties the splits together.
-// CHECK-LABEL: func.func @batch_split_two_dynamic_parts
-// CHECK-NOT: fa.attention
-func.func @batch_split_two_dynamic_parts(%q: tensor<?x4x?x32xf32>, %k: tensor<4x?x?x32xf32>, %v: tensor<?x4x?x32xf32>) -> tensor<?x?x32xf32> {
-  %zero = arith.constant 0.0 : f32
-  %scale = arith.constant 0.176776692 : f32
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
-  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<4x?x?x32xf32> into tensor<?x?x32xf32>
-  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<?x4x?x32xf32> into tensor<?x?x32xf32>
-  %bh = tensor.dim %qc, %c0 : tensor<?x?x32xf32>
-  %tq = tensor.dim %qc, %c1 : tensor<?x?x32xf32>
-  %tk = tensor.dim %kc, %c1 : tensor<?x?x32xf32>
-  %s0 = tensor.empty(%bh, %tq, %tk) : tensor<?x?x?xf32>
-  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
-      ins(%qc, %kc : tensor<?x?x32xf32>, tensor<?x?x32xf32>) outs(%sz : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
-      ins(%s : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %r = arith.mulf %a, %scale : f32
-    linalg.yield %r : f32
-  } -> tensor<?x?x?xf32>
-  %p = linalg.softmax dimension(2) ins(%ss : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  %o0 = tensor.empty(%bh, %tq) : tensor<?x?x32xf32>
-  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 in two different ways (or in two ways with more than one dynamic part, which need not agree)}}
-  %o = linalg.batch_matmul ins(%p, %vc : tensor<?x?x?xf32>, tensor<?x?x32xf32>) outs(%oz : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-  return %o : tensor<?x?x32xf32>
-}
-
-// -----
-
 // The f32 mask is rounded to f16 and back before it is added: the op would
 // add the unrounded mask.
 // CHECK-LABEL: func.func @mask_rounded_to_f16
@@ -660,43 +575,6 @@ func.func @mask_rounded_to_f16(%q: tensor<3x10x8xf32>, %k: tensor<3x14x8xf32>, %
   // expected-remark @+1 {{not raised to fa.attention: the additive mask is rounded on its way to the scores (a cast from f32 to f16)}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<3x10x14xf32>, tensor<3x14x6xf32>) outs(%oz : tensor<3x10x6xf32>) -> tensor<3x10x6xf32>
   return %o : tensor<3x10x6xf32>
-}
-
-// -----
-
-// q's batch dim is collapsed from [?, 2, ?]; k and v come flat. Raising
-// would expand k and v to two dynamic parts in one group, an expand_shape
-// that fa-to-cpu's upstream lowering crashed on, with nothing tying the
-// parts to q's: left untouched.
-// CHECK-LABEL: func.func @batch_split_into_two_dynamic_parts
-// CHECK-NOT: fa.attention
-func.func @batch_split_into_two_dynamic_parts(%q: tensor<?x2x?x?x32xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
-  %zero = arith.constant 0.0 : f32
-  %scale = arith.constant 0.176776692 : f32
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %qc = tensor.collapse_shape %q [[0, 1, 2], [3], [4]] : tensor<?x2x?x?x32xf32> into tensor<?x?x32xf32>
-  %kc = tensor.collapse_shape %k [[0], [1], [2]] : tensor<?x?x32xf32> into tensor<?x?x32xf32>
-  %vc = tensor.collapse_shape %v [[0], [1], [2]] : tensor<?x?x32xf32> into tensor<?x?x32xf32>
-  %bh = tensor.dim %qc, %c0 : tensor<?x?x32xf32>
-  %tq = tensor.dim %qc, %c1 : tensor<?x?x32xf32>
-  %tk = tensor.dim %kc, %c1 : tensor<?x?x32xf32>
-  %s0 = tensor.empty(%bh, %tq, %tk) : tensor<?x?x?xf32>
-  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
-      ins(%qc, %kc : tensor<?x?x32xf32>, tensor<?x?x32xf32>) outs(%sz : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
-      ins(%s : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %r = arith.mulf %a, %scale : f32
-    linalg.yield %r : f32
-  } -> tensor<?x?x?xf32>
-  %p = linalg.softmax dimension(2) ins(%ss : tensor<?x?x?xf32>) outs(%s0 : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  %o0 = tensor.empty(%bh, %tq) : tensor<?x?x32xf32>
-  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-  // expected-remark @+1 {{not raised to fa.attention: a reshape splits batch dim 0 into more than one dynamic part}}
-  %o = linalg.batch_matmul ins(%p, %vc : tensor<?x?x?xf32>, tensor<?x?x32xf32>) outs(%oz : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-  return %o : tensor<?x?x32xf32>
 }
 
 // -----

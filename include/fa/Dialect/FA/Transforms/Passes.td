@@ -185,13 +185,15 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       `causal(top_left)`, c = Tk - Tq (static) `causal(bottom_right)`;
     - layouts: transposes (`linalg.transpose`, `tosa.transpose`, or the
       products' indexing maps) and reshapes of batch dims
-      (`tensor.collapse_shape` / `expand_shape`, `tosa.reshape`; a batch
-      dim split in two operands with at most one dynamic part) anywhere in
-      the chain. q, k, v are brought to `[batch..., T, D]` with
+      (`tensor.collapse_shape` / `expand_shape`, `tosa.reshape`) anywhere
+      in the chain. q, k, v are brought to `[batch..., T, D]` with
       transpose / expand_shape; a batch dim that a reshape splits is split
-      in the fa.attention too, and merged back for the product's users;
-      k or v broadcast over query heads before a reshape (GQA/MQA repeats)
-      are passed as the product reads them, the broadcast materialized.
+      in the fa.attention too (as the first split met: in the scores, then
+      q, k, v), and merged back for the product's users. An operand that
+      splits it otherwise (2x3 vs 3x2, two dynamic parts) or that looking
+      through leaves without a batch dim (k and v broadcast over query
+      heads: GQA/MQA repeats) is passed as the product reads it (flat, the
+      broadcast materialized) and expanded to that split.
 
     The replacement has exactly the product's result type (converted,
     transposed and reshaped as needed); the chain ops that die are erased.
