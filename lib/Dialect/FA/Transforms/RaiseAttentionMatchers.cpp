@@ -305,12 +305,69 @@ static const Expr *logicalIdentityOperand(bool isAnd,
   return nullptr;
 }
 
+/// `x` rounded to float type `t` (as a constant of that type holds it).
+static double roundToType(double x, Type t) {
+  auto ft = dyn_cast_or_null<FloatType>(t);
+  if (!ft)
+    return x;
+  APFloat f(x);
+  bool lost;
+  f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  return f.convertToDouble();
+}
+
 const Expr *ChainEvaluator::evalScalarOp(Operation *op,
                                          ArrayRef<const Expr *> args) {
   Expr e;
   e.type =
       op->getNumResults() ? getElementTypeOrSelf(op->getResult(0)) : Type();
   e.args.assign(args.begin(), args.end());
+  auto isConst = [](const Expr *x) { return x->kind == Expr::Const; };
+  auto constant = [&](double value) {
+    Expr c;
+    c.kind = Expr::Const;
+    c.cst = roundToType(value, e.type);
+    c.type = e.type;
+    return make(std::move(c));
+  };
+  // Constant folding of what frontends leave unfolded: an integer constant
+  // converted to float (torch's alpha of 1 as sitofp), a float constant
+  // cast (an f64 1.0 truncated), divisions of constants (a reciprocal of
+  // the scale), each rounded to the result type; a product with 1.
+  if (isa<arith::SIToFPOp, arith::UIToFPOp>(op) && isConst(args[0]) &&
+      isa<FloatType>(e.type) && args[0]->type && args[0]->type.isInteger() &&
+      args[0]->type.getIntOrFloatBitWidth() <= 64) {
+    double x = args[0]->cst;
+    if (isa<arith::UIToFPOp>(op) && x < 0) // the constant as unsigned
+      x += std::ldexp(1.0, args[0]->type.getIntOrFloatBitWidth());
+    return constant(x);
+  }
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op) && isConst(args[0]))
+    return constant(args[0]->cst);
+  if (isa<arith::DivFOp>(op) && isConst(args[0]) && isConst(args[1]) &&
+      args[1]->cst != 0.0)
+    return constant(args[0]->cst / args[1]->cst);
+  if (isa<arith::MulFOp>(op))
+    for (int i = 0; i < 2; ++i)
+      if (isConst(args[i]) && args[i]->cst == 1.0)
+        return args[1 - i];
+  // Selects on i1: select(c, x, false) is c and x, select(c, true, x) is c
+  // or x (torch's tril of ones: select(j <= i, 1, 0)).
+  if (isa<arith::SelectOp>(op) && e.type.isInteger(1)) {
+    const Expr *c = args[0], *a = args[1], *f = args[2];
+    auto is = [&](const Expr *x, bool v) {
+      return isConst(x) && (x->cst != 0.0) == v;
+    };
+    if (is(f, false) || is(a, true)) {
+      bool isAnd = is(f, false);
+      const Expr *pair[] = {c, isAnd ? a : f};
+      if (const Expr *other = logicalIdentityOperand(isAnd, pair))
+        return other;
+      e.kind = isAnd ? Expr::And : Expr::Or;
+      e.args.assign({c, isAnd ? a : f});
+      return make(std::move(e));
+    }
+  }
   if (auto c = dyn_cast<arith::ConstantOp>(op)) {
     if (auto cv = constantValue(c.getValue())) {
       e.kind = Expr::Const;
@@ -457,6 +514,14 @@ const Expr *ChainEvaluator::evalUncached(Value v, const View &view) {
   if (!productWhy.empty())
     return opaque(v, view, productWhy);
 
+  // tensor.cast changes only what the type says of the shape.
+  if (auto castOp = dyn_cast<tensor::CastOp>(op)) {
+    if (auto srcTy = dyn_cast<RankedTensorType>(castOp.getSource().getType());
+        srcTy && srcTy.getRank() == ty.getRank()) {
+      visited.insert(op);
+      return eval(castOp.getSource(), view);
+    }
+  }
   if (isa<linalg::LinalgOp>(op))
     return evalLinalg(op, cast<OpResult>(v).getResultNumber(), view);
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(op))
@@ -708,11 +773,19 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
   if (auto exp = dyn_cast<tosa::ExpOp>(op))
     return node(Expr::Exp, {operand(exp.getInput1())});
   if (auto recip = dyn_cast<tosa::ReciprocalOp>(op)) {
+    const Expr *x = operand(recip.getInput1());
     Expr one;
     one.kind = Expr::Const;
     one.cst = 1.0;
     one.type = elt;
-    return node(Expr::Div, {make(std::move(one)), operand(recip.getInput1())});
+    // The reciprocal of a constant (TorchToTosa's division by the scale),
+    // rounded to the element type.
+    if (x->kind == Expr::Const && x->cst != 0.0) {
+      one.cst = roundToType(1.0 / x->cst, elt);
+      visited.insert(op);
+      return make(std::move(one));
+    }
+    return node(Expr::Div, {make(std::move(one)), x});
   }
   if (auto cast = dyn_cast<tosa::CastOp>(op)) {
     if (!isa<FloatType>(getElementTypeOrSelf(cast.getInput().getType())) ||

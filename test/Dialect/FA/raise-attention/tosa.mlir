@@ -171,3 +171,56 @@ func.func @tosa_safe_softmax(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: t
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x8x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// BERT-style encoder attention through TorchToTosa: the division by
+// sqrt(D) as a multiplication by tosa.reciprocal of a constant (folded into
+// the scale, rounded to f32), a padding mask [B, 1, 1, T].
+
+// CHECK-LABEL: func.func @tosa_bert_reciprocal_scale
+// CHECK: fa.attention {{.+}} mask(%{{.+}} : tensor<2x1x10x10xf32>) scale(2.500000e-01)
+func.func @tosa_bert_reciprocal_scale(%q: tensor<2x10x64xf32>, %k: tensor<2x10x64xf32>, %v: tensor<2x10x64xf32>, %mask: tensor<2x1x1x10xf32>) -> tensor<2x10x64xf32> {
+  %sh1 = tosa.const_shape {values = dense<[2, 10, 4, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t2 = tosa.reshape %q, %sh1 : (tensor<2x10x64xf32>, !tosa.shape<4>) -> tensor<2x10x4x16xf32>
+  %t3 = tosa.transpose %t2 {perms = array<i32: 0, 2, 1, 3>} : (tensor<2x10x4x16xf32>) -> tensor<2x4x10x16xf32>
+  %sh4 = tosa.const_shape {values = dense<[2, 10, 4, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t5 = tosa.reshape %k, %sh4 : (tensor<2x10x64xf32>, !tosa.shape<4>) -> tensor<2x10x4x16xf32>
+  %t6 = tosa.transpose %t5 {perms = array<i32: 0, 2, 1, 3>} : (tensor<2x10x4x16xf32>) -> tensor<2x4x10x16xf32>
+  %sh7 = tosa.const_shape {values = dense<[2, 10, 4, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t8 = tosa.reshape %v, %sh7 : (tensor<2x10x64xf32>, !tosa.shape<4>) -> tensor<2x10x4x16xf32>
+  %t9 = tosa.transpose %t8 {perms = array<i32: 0, 2, 1, 3>} : (tensor<2x10x4x16xf32>) -> tensor<2x4x10x16xf32>
+  %t10 = tosa.transpose %t6 {perms = array<i32: 0, 1, 3, 2>} : (tensor<2x4x10x16xf32>) -> tensor<2x4x16x10xf32>
+  %sh11 = tosa.const_shape {values = dense<[8, 10, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t12 = tosa.reshape %t3, %sh11 : (tensor<2x4x10x16xf32>, !tosa.shape<3>) -> tensor<8x10x16xf32>
+  %sh13 = tosa.const_shape {values = dense<[8, 16, 10]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t14 = tosa.reshape %t10, %sh13 : (tensor<2x4x16x10xf32>, !tosa.shape<3>) -> tensor<8x16x10xf32>
+  %k15 = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mm16 = tosa.matmul %t12, %t14, %k15, %k15 : (tensor<8x10x16xf32>, tensor<8x16x10xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x10x10xf32>
+  %sh17 = tosa.const_shape {values = dense<[2, 4, 10, 10]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t18 = tosa.reshape %mm16, %sh17 : (tensor<8x10x10xf32>, !tosa.shape<4>) -> tensor<2x4x10x10xf32>
+  %k19 = "tosa.const"() <{values = dense<4.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %t20 = tosa.reciprocal %k19 : (tensor<1x1x1x1xf32>) -> tensor<1x1x1x1xf32>
+  %k22 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %t21 = tosa.mul %t18, %t20, %k22 : (tensor<2x4x10x10xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x10x10xf32>
+  %t23 = tosa.add %t21, %mask : (tensor<2x4x10x10xf32>, tensor<2x1x1x10xf32>) -> tensor<2x4x10x10xf32>
+  %t24 = tosa.reduce_max %t23 {axis = 3 : i32} : (tensor<2x4x10x10xf32>) -> tensor<2x4x10x1xf32>
+  %t25 = tosa.sub %t23, %t24 : (tensor<2x4x10x10xf32>, tensor<2x4x10x1xf32>) -> tensor<2x4x10x10xf32>
+  %t26 = tosa.exp %t25 : (tensor<2x4x10x10xf32>) -> tensor<2x4x10x10xf32>
+  %t27 = tosa.reduce_sum %t26 {axis = 3 : i32} : (tensor<2x4x10x10xf32>) -> tensor<2x4x10x1xf32>
+  %t28 = tosa.reciprocal %t27 : (tensor<2x4x10x1xf32>) -> tensor<2x4x10x1xf32>
+  %k30 = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %t29 = tosa.mul %t26, %t28, %k30 : (tensor<2x4x10x10xf32>, tensor<2x4x10x1xf32>, tensor<1xi8>) -> tensor<2x4x10x10xf32>
+  %sh31 = tosa.const_shape {values = dense<[8, 10, 10]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t32 = tosa.reshape %t29, %sh31 : (tensor<2x4x10x10xf32>, !tosa.shape<3>) -> tensor<8x10x10xf32>
+  %sh33 = tosa.const_shape {values = dense<[8, 10, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t34 = tosa.reshape %t9, %sh33 : (tensor<2x4x10x16xf32>, !tosa.shape<3>) -> tensor<8x10x16xf32>
+  %k35 = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mm36 = tosa.matmul %t32, %t34, %k35, %k35 : (tensor<8x10x10xf32>, tensor<8x10x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x10x16xf32>
+  %sh37 = tosa.const_shape {values = dense<[2, 4, 10, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t38 = tosa.reshape %mm36, %sh37 : (tensor<8x10x16xf32>, !tosa.shape<4>) -> tensor<2x4x10x16xf32>
+  %t39 = tosa.transpose %t38 {perms = array<i32: 0, 2, 1, 3>} : (tensor<2x4x10x16xf32>) -> tensor<2x10x4x16xf32>
+  %sh40 = tosa.const_shape {values = dense<[2, 10, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t41 = tosa.reshape %t39, %sh40 : (tensor<2x10x4x16xf32>, !tosa.shape<3>) -> tensor<2x10x64xf32>
+  return %t41 : tensor<2x10x64xf32>
+}
