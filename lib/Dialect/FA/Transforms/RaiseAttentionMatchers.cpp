@@ -452,6 +452,12 @@ const Expr *ChainEvaluator::eval(Value v, const View &view) {
     return it->second;
   const Expr *e = evalUncached(v, view);
   memo[key] = e;
+  // The innermost tensor computing a computed expression (the evaluator
+  // owns its expressions; the first, innermost, value that yields one
+  // keeps it).
+  if (!e->origin && e->kind != Expr::Leaf && e->kind != Expr::Const &&
+      e->kind != Expr::Opaque && isa<FloatType>(getElementTypeOrSelf(v)))
+    const_cast<Expr *>(e)->origin = leaf(v, view);
   return e;
 }
 
@@ -1570,6 +1576,21 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
       return std::nullopt;
     }
     const Expr *leafMask = stripCasts(mask);
+    // A mask computed from other tensors (BERT's (1 - m) * -10000, T5's
+    // bias + padding mask) in an op of its own: the tensor that op writes,
+    // whose value at the point is exactly the added one, is the mask.
+    if (leafMask->kind != Expr::Leaf && leafMask->origin &&
+        !containsProduct(leafMask) && !findOpaque(leafMask)) {
+      for (const Expr *c = mask; c->kind == Expr::Cast; c = c->args[0])
+        if (!isExactFloatCast(c->args[0]->type, c->type)) {
+          why = "the additive mask is rounded on its way to the scores (a "
+                "cast from " +
+                typeString(c->args[0]->type) + " to " + typeString(c->type) +
+                ")";
+          return std::nullopt;
+        }
+      mask = leafMask = leafMask->origin;
+    }
     if (leafMask->kind == Expr::Opaque) {
       why = "the additive mask is read through " + leafMask->reason;
       return std::nullopt;

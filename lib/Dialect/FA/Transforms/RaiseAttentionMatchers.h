@@ -141,6 +141,10 @@ struct Expr {
   int64_t pred = 0;
   bool isMax = false;
   std::string reason;
+  /// A Leaf of the innermost tensor whose value at the point this
+  /// expression is (set by the evaluator on computed expressions), or null:
+  /// a mask computed from other tensors is passed as that tensor.
+  const Expr *origin = nullptr;
 };
 
 /// Structural equality; float casts are ignored when `ignoreCasts`.

@@ -172,7 +172,8 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       multiplications or divisions by positive constants (on the scores, or
       on q or k when exact: a power of two or computed in f32), an additive
       float mask tensor (broadcast over batch dims; it becomes the op's
-      mask, scaled by beta when beta != 1), an i1 mask through a select
+      mask, scaled by beta when beta != 1; a mask computed from other
+      tensors in an op of its own is taken as the tensor that op writes), an i1 mask through a select
       (keeping keys where it is true, or hiding them there as
       `masked_fill(mask, -inf)` does: the op gets its negation; under
       `arith.xori` with true or `tosa.logical_not`; also as a bias
