@@ -522,7 +522,8 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   chain.insert(qk.op);
   for (Operation *op : chain)
     for (Operation *user : op->getUsers())
-      if (user != pv.op && !chain.contains(user) && !isa<tensor::DimOp>(user)) {
+      if (user != pv.op && !chain.contains(user) && !isa<tensor::DimOp>(user) &&
+          !isOpTriviallyDead(user)) {
         why = "the result of '" + op->getName().getStringRef().str() +
               "' in the attention chain has another user ('" +
               user->getName().getStringRef().str() + "')";
@@ -886,6 +887,17 @@ static void resolveChainDims(ArrayRef<Operation *> ops) {
 static void eraseDeadChain(RewriterBase &rewriter, ArrayRef<Operation *> ops,
                            DenseSet<Operation *> &erased) {
   resolveChainDims(ops);
+  // Unused users of the chain (TorchToTosa's argmax beside the max of a
+  // max.dim) die with it.
+  SmallVector<Operation *> deadUsers;
+  for (Operation *op : ops)
+    if (!erased.contains(op))
+      for (Operation *user : op->getUsers())
+        if (!llvm::is_contained(ops, user) && isOpTriviallyDead(user) &&
+            !llvm::is_contained(deadUsers, user))
+          deadUsers.push_back(user);
+  for (Operation *user : deadUsers)
+    rewriter.eraseOp(user);
   llvm::SetVector<Operation *> work;
   for (Operation *op : ops)
     if (!erased.contains(op))

@@ -224,3 +224,33 @@ func.func @tosa_bert_reciprocal_scale(%q: tensor<2x10x64xf32>, %k: tensor<2x10x6
   %t41 = tosa.reshape %t39, %sh40 : (tensor<2x10x4x16xf32>, !tosa.shape<3>) -> tensor<2x10x64xf32>
   return %t41 : tensor<2x10x64xf32>
 }
+
+// -----
+
+// TorchToTosa's max.dim leaves a tosa.argmax beside the reduce_max that
+// nothing uses: it does not hold the chain and dies with it.
+
+// CHECK-LABEL: func.func @tosa_unused_argmax
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x8x8xi1>)
+// CHECK-NOT: tosa.argmax
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x8x8xi1>) scale(5.000000e-01)
+func.func @tosa_unused_argmax(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>, %keep: tensor<2x8x8xi1>) -> tensor<2x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x8x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x8xf32>
+  %sc = tosa.mul %s, %half, %shift : (tensor<2x8x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x8x8xf32>
+  %hide = tosa.logical_not %keep : (tensor<2x8x8xi1>) -> tensor<2x8x8xi1>
+  %sm = tosa.select %hide, %ninf, %sc : (tensor<2x8x8xi1>, tensor<1x1x1xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8x1xf32>
+  %am = tosa.argmax %sm {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8xi32>
+  %d = tosa.sub %sm, %mx : (tensor<2x8x8xf32>, tensor<2x8x1xf32>) -> tensor<2x8x8xf32>
+  %e = tosa.exp %d : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x8x8xf32>) -> tensor<2x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<2x8x8xf32>, tensor<2x8x1xf32>, tensor<1xi8>) -> tensor<2x8x8xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x8x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
