@@ -238,6 +238,27 @@ static Value toCanonical(OpBuilder &b, Location loc, const AttentionMatch &m,
   // A unit dim that precedes the last group's dims must come first in it.
   for (ReassociationIndices &g : groups)
     llvm::sort(g);
+  // expand_shape wants each source dim static exactly when its group's
+  // sizes all are (their product): a whole batch dim split into parts of
+  // another static-ness (a dynamic k expanded to q's static 3x2, or a
+  // static 6 to ?x3) is cast first.
+  auto vTy = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> srcShape(vTy.getShape());
+  for (auto [c, g] : llvm::enumerate(groups)) {
+    int64_t product = 1;
+    for (int64_t t : g) {
+      std::optional<int64_t> size = getConstantIntValue(sizes[t]);
+      if (!size) {
+        product = ShapedType::kDynamic;
+        break;
+      }
+      product *= *size;
+    }
+    srcShape[c] = product;
+  }
+  auto srcTy = RankedTensorType::get(srcShape, vTy.getElementType());
+  if (srcTy != vTy && tensor::CastOp::areCastCompatible(vTy, srcTy))
+    v = tensor::CastOp::create(b, loc, srcTy, v);
   return tensor::ExpandShapeOp::create(
       b, loc, typeOf(sizes, getElementTypeOrSelf(v.getType())), v, groups,
       sizes);

@@ -342,7 +342,9 @@ const Expr *ChainEvaluator::evalScalarOp(Operation *op,
       x += std::ldexp(1.0, args[0]->type.getIntOrFloatBitWidth());
     return constant(x);
   }
-  if (isa<arith::ExtFOp, arith::TruncFOp>(op) && isConst(args[0]))
+  auto truncf = dyn_cast<arith::TruncFOp>(op);
+  if ((isa<arith::ExtFOp>(op) || (truncf && !truncf.getRoundingmodeAttr())) &&
+      isConst(args[0]))
     return constant(args[0]->cst);
   if (isa<arith::DivFOp>(op) && isConst(args[0]) && isConst(args[1]) &&
       args[1]->cst != 0.0)
@@ -748,6 +750,22 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
     std::optional<View> inView = broadcastView(v, resultTy, view);
     if (!inView)
       return opaque(result, view, "a TOSA operand of another rank");
+    // A dynamic dim may be 1 at run time and broadcast, unless every other
+    // operand has a static 1 there (then it is the result's dim).
+    auto ty = cast<RankedTensorType>(v.getType());
+    for (int64_t d = 0; d < ty.getRank(); ++d) {
+      if (!ty.isDynamicDim(d))
+        continue;
+      for (Value other : op->getOperands()) {
+        auto otherTy = dyn_cast<RankedTensorType>(other.getType());
+        if (other == v || !otherTy || otherTy.getRank() != ty.getRank())
+          continue;
+        if (otherTy.getDimSize(d) != 1)
+          return opaque(result, view,
+                        "a TOSA operand with a dynamic dim that may "
+                        "broadcast at run time");
+      }
+    }
     return eval(v, *inView);
   };
   auto node = [&](Expr::Kind kind, ArrayRef<const Expr *> args,

@@ -173,3 +173,107 @@ func.func @batch_split_into_two_dynamic_parts(%q: tensor<?x2x?x?x32xf32>, %k: te
   %o = linalg.batch_matmul ins(%p, %vc : tensor<?x?x?xf32>, tensor<?x?x32xf32>) outs(%oz : tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
   return %o : tensor<?x?x32xf32>
 }
+
+// -----
+
+// q's batch dim is split as static 3x2; k is whole and dynamic: it is cast
+// to the static 6 before the expand_shape to 3x2.
+
+// CHECK-LABEL: func.func @h01_q_static_split_k_dynamic_whole
+// CHECK: tensor.cast
+// CHECK: fa.attention
+// EQUIV-SHAPES: @h01_q_static_split_k_dynamic_whole(3x2x5x4, 6x7x4, 6x7x3) -> (6x5x3)
+func.func @h01_q_static_split_k_dynamic_whole(%q: tensor<3x2x5x4xf32>, %k: tensor<?x7x4xf32>, %v: tensor<?x7x3xf32>) -> tensor<?x5x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<3x2x5x4xf32> into tensor<6x5x4xf32>
+  %b = tensor.dim %k, %c0 : tensor<?x7x4xf32>
+  %s0 = tensor.empty(%b) : tensor<?x5x7xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x5x7xf32>) -> tensor<?x5x7xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %k : tensor<6x5x4xf32>, tensor<?x7x4xf32>) outs(%sz : tensor<?x5x7xf32>) -> tensor<?x5x7xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<?x5x7xf32>) outs(%s0 : tensor<?x5x7xf32>) -> tensor<?x5x7xf32>
+  %o0 = tensor.empty(%b) : tensor<?x5x3xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x5x3xf32>) -> tensor<?x5x3xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<?x5x7xf32>, tensor<?x7x3xf32>) outs(%oz : tensor<?x5x3xf32>) -> tensor<?x5x3xf32>
+  return %o : tensor<?x5x3xf32>
+}
+
+// -----
+
+// q's batch dim is split ?x3; k is collapsed from a static 3x2 (another
+// split: taken flat) and cast to a dynamic dim before the expand to ?x3.
+
+// CHECK-LABEL: func.func @h02_q_dynamic_split_k_static_flat
+// CHECK: tensor.cast
+// CHECK: fa.attention
+// EQUIV-SHAPES: @h02_q_dynamic_split_k_static_flat(2x3x5x4, 3x2x7x4, 6x7x3) -> (6x5x3)
+func.func @h02_q_dynamic_split_k_static_flat(%q: tensor<?x3x5x4xf32>, %k: tensor<3x2x7x4xf32>, %v: tensor<6x7x3xf32>) -> tensor<6x5x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<?x3x5x4xf32> into tensor<?x5x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<3x2x7x4xf32> into tensor<6x7x4xf32>
+  %s0 = tensor.empty() : tensor<6x5x7xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<?x5x4xf32>, tensor<6x7x4xf32>) outs(%sz : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<6x5x7xf32>) outs(%s0 : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %o0 = tensor.empty() : tensor<6x5x3xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x5x7xf32>, tensor<6x7x3xf32>) outs(%oz : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
+  return %o : tensor<6x5x3xf32>
+}
+
+// -----
+
+// As above, with q's dynamic dim coming through a tensor.cast.
+
+// CHECK-LABEL: func.func @g01_cast_dyn_split_static_k
+// CHECK: tensor.cast
+// CHECK: fa.attention
+// EQUIV-SHAPES: @g01_cast_dyn_split_static_k(2x3x5x4, 3x2x7x4, 6x7x3) -> (6x5x3)
+func.func @g01_cast_dyn_split_static_k(%q: tensor<?x3x5x4xf32>, %k: tensor<3x2x7x4xf32>, %v: tensor<6x7x3xf32>) -> tensor<6x5x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<?x3x5x4xf32> into tensor<?x5x4xf32>
+  %qs = tensor.cast %qc : tensor<?x5x4xf32> to tensor<6x5x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<3x2x7x4xf32> into tensor<6x7x4xf32>
+  %s0 = tensor.empty() : tensor<6x5x7xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qs, %kc : tensor<6x5x4xf32>, tensor<6x7x4xf32>) outs(%sz : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<6x5x7xf32>) outs(%s0 : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %o0 = tensor.empty() : tensor<6x5x3xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x5x7xf32>, tensor<6x7x3xf32>) outs(%oz : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
+  return %o : tensor<6x5x3xf32>
+}
+
+// -----
+
+// q, k, v split the batch dim as static 3x2; the additive mask's batch dim
+// is whole and dynamic: cast to 6, then expanded to 3x2.
+
+// CHECK-LABEL: func.func @h04_mask_dynamic_whole_static_split
+// CHECK: tensor.cast
+// CHECK: fa.attention
+// EQUIV-SHAPES: @h04_mask_dynamic_whole_static_split(3x2x5x4, 3x2x7x4, 3x2x7x3, 6x5x7) -> (6x5x3)
+func.func @h04_mask_dynamic_whole_static_split(%q: tensor<3x2x5x4xf32>, %k: tensor<3x2x7x4xf32>, %v: tensor<3x2x7x3xf32>, %m: tensor<?x5x7xf32>) -> tensor<6x5x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<3x2x5x4xf32> into tensor<6x5x4xf32>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<3x2x7x4xf32> into tensor<6x7x4xf32>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<3x2x7x3xf32> into tensor<6x7x3xf32>
+  %s0 = tensor.empty() : tensor<6x5x7xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%qc, %kc : tensor<6x5x4xf32>, tensor<6x7x4xf32>) outs(%sz : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %m : tensor<6x5x7xf32>, tensor<?x5x7xf32>) outs(%s0 : tensor<6x5x7xf32>) {
+  ^bb0(%a: f32, %mm: f32, %o: f32):
+    %r = arith.addf %a, %mm : f32
+    linalg.yield %r : f32
+  } -> tensor<6x5x7xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<6x5x7xf32>) outs(%s0 : tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+  %o0 = tensor.empty() : tensor<6x5x3xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<6x5x7xf32>, tensor<6x7x3xf32>) outs(%oz : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
+  return %o : tensor<6x5x3xf32>
+}

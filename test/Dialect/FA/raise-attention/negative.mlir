@@ -1222,3 +1222,30 @@ func.func @probabilities_unsupported_body_op(%q: tensor<2x6x4xf32>, %k: tensor<2
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// TOSA with dynamic dims: tosa.add(scores ?x?x?, mask ?x?x?) broadcasts a
+// mask dim that is 1 at run time (a mask [B, 1, Tk] over the queries), which
+// fa.attention's mask does not. A dynamic dim that another operand does not
+// pin to 1 is not read: untouched.
+
+// CHECK-LABEL: func.func @tosa_dynamic_mask_may_broadcast
+// CHECK-NOT: fa.attention
+func.func @tosa_dynamic_mask_may_broadcast(%q: tensor<?x?x4xf32>, %k: tensor<?x?x4xf32>, %v: tensor<?x?x3xf32>, %mask: tensor<?x?x?xf32>) -> tensor<?x?x3xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<?x?x4xf32>) -> tensor<?x4x?xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<?x?x4xf32>, tensor<?x4x?xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?x?xf32>
+  %sc = tosa.mul %s, %half, %shift : (tensor<?x?x?xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<?x?x?xf32>
+  %sm = tosa.add %sc, %mask : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<?x?x?xf32>) -> tensor<?x?x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<?x?x?xf32>, tensor<?x?x1xf32>) -> tensor<?x?x?xf32>
+  %e = tosa.exp %d : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %l = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<?x?x?xf32>) -> tensor<?x?x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<?x?x?xf32>, tensor<?x?x1xf32>, tensor<1xi8>) -> tensor<?x?x?xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<?x?x?xf32>, tensor<?x?x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?x3xf32>
+  return %o : tensor<?x?x3xf32>
+}
