@@ -1249,3 +1249,35 @@ func.func @tosa_dynamic_mask_may_broadcast(%q: tensor<?x?x4xf32>, %k: tensor<?x?
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<?x?x?xf32>, tensor<?x?x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?x3xf32>
   return %o : tensor<?x?x3xf32>
 }
+
+// -----
+
+// The scale is an f32 constant truncated to bf16 rounding upward: the
+// pass's constant arithmetic rounds to nearest, so a truncf with a rounding
+// mode is not read.
+
+// CHECK-LABEL: func.func @scale_truncf_with_rounding_mode
+// CHECK-NOT: fa.attention
+func.func @scale_truncf_with_rounding_mode(%q: tensor<2x5x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>) -> tensor<2x5x3xf32> {
+  %zero = arith.constant 0.0 : f32
+
+  %s0 = tensor.empty() : tensor<2x5x7xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x5x7xf32>) -> tensor<2x5x7xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x5x4xf32>, tensor<2x7x4xf32>) outs(%sz : tensor<2x5x7xf32>) -> tensor<2x5x7xf32>
+  %e1 = tensor.empty() : tensor<2x5x7xf32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x5x7xf32>) outs(%e1 : tensor<2x5x7xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.35355339 : f32
+    %t = arith.truncf %c upward : f32 to bf16
+    %x = arith.extf %t : bf16 to f32
+    %r = arith.mulf %a, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x5x7xf32>
+  %e2 = tensor.empty() : tensor<2x5x7xf32>
+  %p = linalg.softmax dimension(2) ins(%ss : tensor<2x5x7xf32>) outs(%e2 : tensor<2x5x7xf32>) -> tensor<2x5x7xf32>
+  %o0 = tensor.empty() : tensor<2x5x3xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x5x3xf32>) -> tensor<2x5x3xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scores are computed with an arith.truncf with a rounding mode in 'linalg.generic'}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x5x7xf32>, tensor<2x7x3xf32>) outs(%oz : tensor<2x5x3xf32>) -> tensor<2x5x3xf32>
+  return %o : tensor<2x5x3xf32>
+}
