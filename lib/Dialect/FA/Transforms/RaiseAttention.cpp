@@ -917,8 +917,11 @@ static void eraseDeadChain(RewriterBase &rewriter, ArrayRef<Operation *> ops,
         if (!llvm::is_contained(ops, user) && isOpTriviallyDead(user) &&
             !llvm::is_contained(deadUsers, user))
           deadUsers.push_back(user);
-  for (Operation *user : deadUsers)
+  // Recorded as erased: the pass's list of products may hold them.
+  for (Operation *user : deadUsers) {
+    erased.insert(user);
     rewriter.eraseOp(user);
+  }
   llvm::SetVector<Operation *> work;
   for (Operation *op : ops)
     if (!erased.contains(op))

@@ -311,3 +311,26 @@ func.func @gqa_canonicalized_collapse(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8
   %oe = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 4, 8, 16] : tensor<8x8x16xf32> into tensor<2x4x8x16xf32>
   return %oe : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// An unused second product of the probabilities after the P V product (a
+// dead op a frontend left behind): it does not hold the chain and dies with
+// it; the pass, which listed it as a product, skips it.
+
+// CHECK-LABEL: func.func @dead_product_after_pv
+// CHECK-NEXT: %[[O:.+]] = fa.attention %arg0, %arg1, %arg2 scale(1.000000e+00)
+// CHECK-NEXT: return %[[O]]
+func.func @dead_product_after_pv(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %dead = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
