@@ -641,13 +641,10 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   if (scores->mask) {
     // The mask reaches the scores through float casts that must be exact:
     // a rounding to f16/bf16 on the way changes the mask the op would add.
-    for (const Expr *e = scores->mask; e->kind == Expr::Cast; e = e->args[0])
-      if (!isExactFloatCast(e->args[0]->type, e->type)) {
-        why = "the additive mask is rounded on its way to the scores (a "
-              "cast from " +
-              typeString(e->args[0]->type) + " to " + typeString(e->type) + ")";
-        return std::nullopt;
-      }
+    if (const Expr *c = firstInexactCast(scores->mask)) {
+      why = maskRoundedReason(c);
+      return std::nullopt;
+    }
     const Expr *leaf = stripCasts(scores->mask);
     double hiddenMax;
     if (auto c = matchCausalConstant(leaf, scores->mask->type, hiddenMax)) {

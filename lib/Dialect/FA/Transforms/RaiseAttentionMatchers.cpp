@@ -145,6 +145,19 @@ bool raise::isExactFloatCast(Type from, Type to) {
                         f.getFloatSemantics(), t.getFloatSemantics()));
 }
 
+const Expr *raise::firstInexactCast(const Expr *e) {
+  for (; e->kind == Expr::Cast; e = e->args[0])
+    if (!isExactFloatCast(e->args[0]->type, e->type))
+      return e;
+  return nullptr;
+}
+
+std::string raise::maskRoundedReason(const Expr *c) {
+  return "the additive mask is rounded on its way to the scores (a cast "
+         "from " +
+         typeString(c->args[0]->type) + " to " + typeString(c->type) + ")";
+}
+
 std::string raise::typeString(Type t) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -1261,6 +1274,15 @@ static std::optional<ProbMatch> matchSoftmax(const Expr *p, std::string &why) {
   return m;
 }
 
+/// `e` without its outer logical nots; `flip` is toggled once per not.
+static const Expr *stripNots(const Expr *e, bool &flip) {
+  while (e->kind == Expr::Not) {
+    flip = !flip;
+    e = e->args[0];
+  }
+  return e;
+}
+
 /// `e` without its outer float casts that are exact (widenings): x == -inf
 /// holds before such a cast exactly when it holds after it.
 static const Expr *stripExactCasts(const Expr *e) {
@@ -1288,10 +1310,7 @@ struct NegInfTest {
 /// differ from these on NaN and are not read.
 static std::optional<NegInfTest> keyNegInfTest(const Expr *b) {
   bool flip = false;
-  while (b->kind == Expr::Not) {
-    flip = !flip;
-    b = b->args[0];
-  }
+  b = stripNots(b, flip);
   if (b->kind != Expr::CmpF)
     return std::nullopt;
   auto isNegInf = [](const Expr *e) {
@@ -1319,10 +1338,7 @@ static std::optional<NegInfTest> keyNegInfTest(const Expr *b) {
 /// logical nots.
 static std::optional<NegInfTest> rowNegInfTest(const Expr *c) {
   bool flip = false;
-  while (c->kind == Expr::Not) {
-    flip = !flip;
-    c = c->args[0];
-  }
+  c = stripNots(c, flip);
   if ((c->kind != Expr::All && c->kind != Expr::Any) ||
       c->label.kind != Label::Key)
     return std::nullopt;
@@ -1602,14 +1618,10 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
     // whose value at the point is exactly the added one, is the mask.
     if (leafMask->kind != Expr::Leaf && leafMask->origin &&
         !containsProduct(leafMask) && !findOpaque(leafMask)) {
-      for (const Expr *c = mask; c->kind == Expr::Cast; c = c->args[0])
-        if (!isExactFloatCast(c->args[0]->type, c->type)) {
-          why = "the additive mask is rounded on its way to the scores (a "
-                "cast from " +
-                typeString(c->args[0]->type) + " to " + typeString(c->type) +
-                ")";
-          return std::nullopt;
-        }
+      if (const Expr *c = firstInexactCast(mask)) {
+        why = maskRoundedReason(c);
+        return std::nullopt;
+      }
       mask = leafMask = leafMask->origin;
     }
     if (leafMask->kind == Expr::Opaque) {

@@ -296,6 +296,14 @@ bool isExactFloatCast(Type from, Type to);
 /// `t` as MLIR prints it ("f32"), for remarks.
 std::string typeString(Type t);
 
+/// The first float cast at the top of `e` (its outer casts) that is not
+/// exact, or null.
+const Expr *firstInexactCast(const Expr *e);
+
+/// The remark for an additive mask rounded by the cast `c` on its way to
+/// the scores.
+std::string maskRoundedReason(const Expr *c);
+
 } // namespace raise
 } // namespace fa
 } // namespace mlir
