@@ -204,8 +204,8 @@ class CompileOptions:
     dq_atomics: Optional[bool] = None
     # The sm_90a TMA wgmma backward's producer warpgroup in _dkdv
     # (`backward-producer-warp=true|false|auto`): True, False or "auto"
-    # (fa-to-ptx's default: top-left causal masks at head dim 128, where it
-    # was measured faster); None keeps the default. True needs the
+    # (fa-to-ptx's default: head dim 128 without a mask or with a top-left
+    # causal one, where it was measured faster); None keeps the default. True needs the
     # dq-atomics backward (a ValueError with deterministic=True).
     backward_producer_warp: Optional[Union[bool, str]] = None
     # The backward's dq in a separate kernel over query blocks, bitwise

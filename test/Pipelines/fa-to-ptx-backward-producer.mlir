@@ -1,8 +1,9 @@
 // backward-producer-warp (sm_90a TMA wgmma backward with dq atomics): the
 // _dkdv kernel with a producer warpgroup (FlashAttention-3, Section 3.1).
-// fa-to-ptx's default `auto` gives it to the top-left causal _dkdv at head
-// dim 128 only (measured faster there; docs/PERFORMANCE.md, seventeenth
-// run): 384 threads, the consumers raise their registers to 240
+// fa-to-ptx's default `auto` gives it to the _dkdv at head dim 128 without
+// a mask or with a top-left causal one (measured faster there;
+// docs/PERFORMANCE.md, seventeenth run and thirty-fourth session): 384
+// threads, the consumers raise their registers to 240
 // (setmaxnreg.inc), take the warpgroup index through shfl.sync (warp-uniform
 // for ptxas: the own tiles' descriptors fit without spills), release each
 // Q/dO stage on an "empty" mbarrier (init count 256 = the consumer
@@ -13,8 +14,8 @@
 // in the kernel, lowers its registers to 24, waits on the empty barriers,
 // issues the TMA loads and copies the lse/delta columns with 4-byte
 // cp.async whose completion arrives on the Q stage's barrier (init count
-// 1 + 128). Without a mask, with bottom_right and at head dim 64 `auto`
-// keeps the 256-thread kernel; `true` gives the producer wherever it
+// 1 + 128). With bottom_right and at head dim 64 `auto` keeps the
+// 256-thread kernel; `true` gives the producer wherever it
 // applies, `false` nowhere. Errors: unknown values, `true` without the TMA
 // wgmma kernels or dq atomics, `true` with a dk/dv query tile that is not
 // a multiple of 64.
@@ -24,23 +25,24 @@
 // RUN: FileCheck %s --check-prefix=PRODUCER < %t/auto/bp_bf16_d128_top_left_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PTX < %t/auto/bp_bf16_d128_top_left_attention_backward_0.ptx
 // RUN: FileCheck %s --check-prefix=PLAIN < %t/auto/bp_bf16_d128_bottom_right_attention_backward_0.manifest
-// RUN: FileCheck %s --check-prefix=PLAIN < %t/auto/bp_bf16_d128_none_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=PRODUCER < %t/auto/bp_bf16_d128_none_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PLAIN < %t/auto/bp_f16_d64_top_left_attention_backward_0.manifest
-// RUN: FileCheck %s --check-prefix=PLAINPTX < %t/auto/bp_bf16_d128_none_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=PLAINPTX < %t/auto/bp_bf16_d128_bottom_right_attention_backward_0.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/auto/bp_bf16_d128_top_left_attention_backward_0.ptx -o %t/a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/auto/bp_bf16_d128_none_attention_backward_0.ptx -o %t/n.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // The default is `auto`, given or not.
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=auto output-dir=%t/given" -o /dev/null
 // RUN: cmp %t/auto/bp_bf16_d128_top_left_attention_backward_0.ptx %t/given/bp_bf16_d128_top_left_attention_backward_0.ptx
 // RUN: cmp %t/auto/bp_bf16_d128_none_attention_backward_0.ptx %t/given/bp_bf16_d128_none_attention_backward_0.ptx
 // true: every _dkdv of this file (64- and 128-query tiles).
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=true output-dir=%t/on" -o /dev/null
-// RUN: FileCheck %s --check-prefix=PRODUCER < %t/on/bp_bf16_d128_none_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PRODUCER < %t/on/bp_bf16_d128_bottom_right_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PRODUCER64 < %t/on/bp_f16_d64_top_left_attention_backward_0.manifest
-// RUN: %ptxas -arch=sm_90a -v %t/on/bp_bf16_d128_none_attention_backward_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
+// RUN: %ptxas -arch=sm_90a -v %t/on/bp_bf16_d128_bottom_right_attention_backward_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // false: none.
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=false output-dir=%t/off" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PLAIN < %t/off/bp_bf16_d128_top_left_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=PLAIN < %t/off/bp_bf16_d128_none_attention_backward_0.manifest
 // RUN: FileCheck %s --check-prefix=PLAINPTX < %t/off/bp_bf16_d128_top_left_attention_backward_0.ptx
 // `auto` where the op has no TMA kernel (tma=false) or no dq atomics keeps
 // the plain kernels.
@@ -160,6 +162,7 @@
 // ERRPASSSPLIT: error: 'fa.attention_backward' op backward-producer-warp = true needs the wgmma backward's TMA loads and dq atomics ({{.*}}), got the split _dkdv and _dq kernels (no dq atomics)
 // PASSAUTO: fa.manifests
 // PASSAUTO-SAME: kernel = "bp_bf16_d128_bottom_right_attention_backward_0_dkdv", {{[^}]*}}, threads = 256
+// PASSAUTO-SAME: kernel = "bp_bf16_d128_none_attention_backward_0_dkdv", {{[^}]*}}, threads = 384
 // PASSAUTO-SAME: kernel = "bp_bf16_d128_top_left_attention_backward_0_dkdv", {{[^}]*}}, threads = 384
 
 func.func @bp_bf16_d128_top_left(%q: tensor<2x8x?x128xbf16>, %k: tensor<2x8x?x128xbf16>, %v: tensor<2x8x?x128xbf16>, %o: tensor<2x8x?x128xbf16>, %do: tensor<2x8x?x128xbf16>, %lse: tensor<2x8x?xf32>) -> (tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>) {

@@ -6,9 +6,10 @@
 // adds dQ into the f32 dq_accum scratch: with TMA (the default), each warp
 // stages its 16 rows and one lane adds them with cp.reduce.async.bulk.tensor
 // (dq_accum's tensor map is the kernel's fifth): scale * dQ in
-// 128-byte-swizzled boxes of 32 f32 x 16 rows, or, with the producer
-// warpgroup (D 128 causal), dQ in one unswizzled box per product with each
-// row's n8 blocks in fragment order (_dq_convert scales and reorders); with
+// 128-byte-swizzled boxes of 32 f32 x 16 rows (D 64), or, with the
+// producer warpgroup (D 128 without a mask or with top_left), dQ in one
+// unswizzled box per product with each row's n8 blocks in fragment order
+// (_dq_convert scales and reorders); with
 // tma=false, scale * dQ by red.global.add.v2.f32 (adjacent head-dim
 // pairs). With 32-query tiles (tma=false and
 // num-warps=4 at D 128, whose 64-query tiles do not fit the registers)
@@ -26,8 +27,11 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/da_bf16_d128_causal_attention_backward_0.ptx
 // RUN: FileCheck %s --check-prefix=ROT < %t/da_f16_d64_attention_backward_0.ptx
 // RUN: FileCheck %s --check-prefix=NOROT < %t/da_bf16_d128_attention_backward_0.ptx
-// RUN: FileCheck %s --check-prefix=SWIZZLED < %t/da_bf16_d128_attention_backward_0.ptx
-// RUN: FileCheck %s --check-prefix=MANIFESTSW < %t/da_bf16_d128_attention_backward_0.manifest
+// RUN: FileCheck %s --check-prefix=MANIFESTFO < %t/da_bf16_d128_attention_backward_0.manifest
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a backward-producer-warp=false output-dir=%t/np" -o /dev/null
+// RUN: FileCheck %s --check-prefix=SWIZZLED < %t/np/da_bf16_d128_attention_backward_0.ptx
+// RUN: FileCheck %s --check-prefix=MANIFESTSW < %t/np/da_bf16_d128_attention_backward_0.manifest
+// RUN: %ptxas -arch=sm_90a -v %t/np/da_bf16_d128_attention_backward_0.ptx -o %t/np.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_f16_d64_attention_backward_0.ptx -o %t/a.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_attention_backward_0.ptx -o %t/b.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // RUN: %ptxas -arch=sm_90a -v %t/da_bf16_d128_causal_attention_backward_0.ptx -o %t/c.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
@@ -136,7 +140,12 @@
 // PTX: mul.rn.f32 %r{{[0-9]+}}, %r{{[0-9]+}}, 0f3DB504F3;
 // PTX: st.global.v4.b32
 
-// Without the producer warpgroup (D 128 without a mask), scale * dQ goes
+// D 128 without a mask has the producer warpgroup by default, with the
+// fragment-order box of the causal kernel above.
+// MANIFESTFO: kernel da_bf16_d128_attention_backward_0_dkdv
+// MANIFESTFO-NEXT: threads 384
+// MANIFESTFO: tensor_map dq_accum 64 16 none
+// Without the producer warpgroup (backward-producer-warp=false), scale * dQ goes
 // in order: each value picked by the row's parity (bit 2 of the lane, the
 // pairs swapped for bank-conflict-free half-warps) and scaled, into two
 // 128-byte-swizzled boxes of 32 columns per product; _dq_convert only

@@ -199,12 +199,15 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
                         (bs.d == 64 || bs.d == 128) && bs.dv == bs.d;
   // The producer warpgroup of the dq-atomics _dkdv with TMA: its 128
   // threads copy the 2 x tile lse/delta values of a tile, 2 x tile / 128
-  // each (2 x tile a multiple of 128). `auto`: measured faster only with a
-  // top-left causal mask at D = Dv = 128 (+2.6-3.9% at T 2k-8k; 1.2-1.7% slower
-  // without a mask, 0.8-2% at D 64, where ptxas spills 4 bytes). With
-  // bottom_right, ptxas spills one 8-byte value of the prologue at D 128 (not
-  // measured). Only the tiles it was checked with: 64 queries at D 128, 128 at
-  // D 64 (at D 64 with 64-query tiles the consumers spilled 50-120 bytes).
+  // each (2 x tile a multiple of 128). `auto`: D = Dv = 128 without a mask
+  // or with a top-left causal one, where it was measured faster (top-left:
+  // +2.6-3.9% at T 2k-8k on the H200; no mask: 1.2-1.7% slower before the
+  // fragment-order dQ staging, +2-4% at T 2k-16k with it on the H100,
+  // thirty-fourth session); 0.8-2% slower at D 64, where ptxas spills 4
+  // bytes. With bottom_right, ptxas spilled one 8-byte value of the
+  // prologue at D 128 (not measured since). Only the tiles it was checked with:
+  // 64 queries at D 128, 128 at D 64 (at D 64 with 64-query tiles the consumers
+  // spilled 50-120 bytes).
   auto producerFor = [&](bool dkdv, int64_t tile) {
     if (!dkdv || !dqAtomic || !options.tma || tile * bs.d != 8192)
       return false;
@@ -212,7 +215,7 @@ resolveWgmmaBackward(BackwardShape bs, const AttentionKernelOptions &options,
     case BackwardProducerWarp::Off:
       return false;
     case BackwardProducerWarp::Auto:
-      return bs.causal == CausalKind::top_left && bs.d == 128;
+      return bs.causal != CausalKind::bottom_right && bs.d == 128;
     case BackwardProducerWarp::On:
       return true;
     }
