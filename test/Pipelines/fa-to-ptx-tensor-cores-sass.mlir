@@ -13,14 +13,16 @@
 // RUN: %ptxas -arch=sm_90a %t/mma/bf16_d128_attention_0.ptx -o %t/mma.cubin
 // RUN: %cuobjdump -sass %t/mma.cubin | FileCheck %s --check-prefix=MMA
 // The backward on sm_90a (default, dq atomics): HGMMA in _dkdv (S^T, dP^T
-// 64x64; dV 64x128 with P^T from registers, dK 64x128 with dS^T from
-// workgroup memory, B transposed; dQ 64x64 with A and B transposed), dq
+// 64x64; dV 64x128 with P^T and dK 64x128 with dS^T from registers, B
+// transposed, no 64x128 product from workgroup memory alone; dQ 64x64
+// with A and B transposed), dq
 // staged in workgroup memory (STS.64) and added by TMA reductions
 // (UTMAREDG, no REDG), tiles by TMA completing on mbarriers (the one
 // cp.async: the column values). deterministic=true: the split
 // _dkdv (64x64 S^T, dP^T: 64-query tiles, the TMA register model) and _dq.
 // RUN: %ptxas -arch=sm_90a %t/wg/bwd_bf16_d128_attention_backward_0.ptx -o %t/bwd.cubin
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWD
+// RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/bwd.cubin | FileCheck %s --check-prefix=BWDSS
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a deterministic=true output-dir=%t/det" -o /dev/null
 // RUN: %ptxas -arch=sm_90a %t/det/bwd_bf16_d128_attention_backward_0.ptx -o %t/det.cubin
 // RUN: %cuobjdump -sass -fun bwd_bf16_d128_attention_backward_0_dkdv %t/det.cubin | FileCheck %s --check-prefix=BWDDET
@@ -43,7 +45,6 @@
 
 // BWD-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc[{{[^]]+}}],
 // BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
-// BWD-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWD-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc[{{.+}}].tnspA.tnspB
 // BWD-DAG: STS.64
 // BWD-DAG: FENCE.VIEW.ASYNC.S
@@ -53,6 +54,9 @@
 // BWD-DAG: SYNCS.PHASECHK.TRANS64.TRYWAIT
 // BWD-DAG: MUFU.EX2
 // BWD-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS| REDG}}
+// BWDSS-NOT: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, gdesc
+// BWDSS: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
+// BWDSS-NOT: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWDDET-DAG: HGMMA.64x64x16.F32.BF16 R{{[0-9]+}}, gdesc
 // BWDDET-DAG: HGMMA.64x128x16.F32.BF16 R{{[0-9]+}}, R{{[0-9]+}}, gdesc[{{.+}}].tnspB
 // BWDDET-NOT: {{LDL|STL|HMMA|LDGSTS.E.BYPASS|REDG}}

@@ -340,6 +340,19 @@ struct WgmmaBackwardShape {
   /// H200, bf16, T 2k-16k: D 128 causal +4-5%; without the producer, D 128
   /// lost 1-2% and D 64 neither gained nor lost.
   bool dqFragmentOrder() const { return dqBulk() && producerWarp; }
+  /// dqAtomic: each tile's dK += dS^T Q is issued from its packed dS^T
+  /// registers at the end of the tile (the five-product form's other
+  /// products unchanged), rather than from the dS^T buffer in workgroup
+  /// memory in the next tile: 16 KiB (64-query tiles, two warpgroups) less
+  /// workgroup-memory traffic per tile, where the wgmma operands and the dQ
+  /// staging share the pipe. Measured on the H100 (bf16, T 2k-16k): D 128
+  /// +1.5-5%, D 128 causal +1-9%, D 64 +0.2-2%, D 64 causal -2 to +4%
+  /// (docs/PERFORMANCE.md, thirty-fourth session). Not with the producer
+  /// warpgroup and 64-bit indices, where ptxas spilled 4 bytes of the
+  /// causal D 128 consumer.
+  bool dkFromRegisters() const {
+    return dqAtomic && !(producerWarp && indexBitwidth == 64);
+  }
   /// TMA _dkdv without a mask: when the loads of its last query tile are
   /// issued, the block prefetches into L2 the own K/V rows of the block
   /// launched about when it ends (launch index + %nsmid), so that the next

@@ -36,8 +36,10 @@
 //
 // dq atomics (`dqAtomic`, fa-to-ptx's `dq-atomics=true`; _dkdv only): the
 // five-product form (FlashAttention-2, Algorithm 2, lines 13-14). Each
-// tile's dS^T goes to workgroup memory; dK += dS^T Q_i reads it there (no
-// dS^T registers carried), and dQ_i = dS_i K (64-query tiles and more;
+// tile's dK += dS^T Q_i is issued from the dS^T registers as soon as they
+// are computed (dkFromRegisters; else from workgroup memory in the next
+// tile; no dS^T registers carried either way), and dS^T goes to workgroup
+// memory, where dQ_i = dS_i K (64-query tiles and more;
 // dS_i M-major from the dS^T buffers, K N-major from the own K tile) or
 // dQ_i^T = K^T dS_i^T (32-query tiles) is issued ahead of the next tile's
 // S^T; its scale * dQ values go to the f32 dq_accum: with TMA (dqBulk),
@@ -744,7 +746,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     init.append(secondN8 * 4, fb.cstF32(0.0));
   const int64_t numFirst = firstN8 * 4;
   // The packed dS (dS^T) registers of the previous tile (dq atomics: none,
-  // dK reads dS^T from workgroup memory).
+  // each tile issues its own dK product or dK reads dS^T from workgroup
+  // memory).
   const int64_t carriedDs = dqAtomic ? 0 : tile / 4;
   init.append(carriedDs,
               arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
@@ -754,10 +757,14 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                       layout.firstStageBytes);
   };
 
-  // dq atomics (_dkdv with ks.dqAtomic). dS^T of tile tb goes to buffer
-  // tb % 2 (keys x queries, canonical no-swizzle layout: byte (key r, query
-  // c) = (c / 8) colDs + 16 r + 2 (c % 8), colDs = 16 ownRows): a K-major A
-  // in the dK product's terms. Once both warpgroups have stored it (the
+  // dq atomics (_dkdv with ks.dqAtomic). With ks.dkFromRegisters(), tile
+  // tb's dK += dS^T Q_tb is issued from the packed dS^T registers at the
+  // end of the tile, before they are stored (completing with the tile's
+  // last wait); otherwise the next tile issues it from the dS^T buffer
+  // between its S^T and dP^T. dS^T of tile tb goes to buffer tb % 2 (keys
+  // x queries, canonical no-swizzle layout: byte (key r, query c) = (c /
+  // 8) colDs + 16 r + 2 (c % 8), colDs = 16 ownRows): a K-major A in the
+  // dK product's terms. Once both warpgroups have stored it (the
   // next block barrier), the tile's dQ products (K = the block's keys) are
   // issued ahead of the next tile's S^T, so the wait for S^T also
   // completes them, and their scale * dQ values go to dq_accum with f32
@@ -771,6 +778,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // Warpgroup w takes M block w (as many blocks as warpgroups), every block
   // (one warpgroup), or N columns [w N, (w + 1) N) of the one block.
   const bool byQueries = ks.dqByQueries();
+  const bool dkFromRegisters = ks.dkFromRegisters();
   Value dqAccum = dqAtomic ? func.getArgument(8) : Value();
   const int64_t colDs = ownRows * 16, warpgroups = W / 4;
   const int64_t mBlocks = ks.dqBlocks();
@@ -898,7 +906,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     kDqDesc = tma ? makeDescriptor(fb, shared.units, ownRows * swK, 8 * swK,
                                    swK)
                   : makeDescriptor(fb, shared.units, 128, colOwn);
-    dsADesc = makeDescriptor(fb, shared.units, colDs, 128);
+    if (!dkFromRegisters)
+      dsADesc = makeDescriptor(fb, shared.units, colDs, 128);
   }
   const int64_t kDqStep = (tma ? 16 * swK : 256) >> 4;
   auto issueDq = [&](FragmentBuilder &x, Value tb) {
@@ -1181,9 +1190,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // One tile's products up to dS: S (S^T) and dP (dP^T) back to back, then
   // (after `pendingOld` older groups) P, in _dkdv dV += P^T dO_i, dS.
   // `issueOld` issues the previous tile's dK += dS^T Q_{i-1} (dQ += dS
-  // K_{j-1}) between the two products and the first wait; returns the
+  // K_{j-1}) between the two products and the first wait (none with
+  // dkFromRegisters: the tile issues its own dK at its end); returns the
   // accumulator scalars of the first output (after that group), the second
-  // output's (_dkdv) and the packed dS.
+  // output's (_dkdv) and the packed dS (none with dq atomics).
   struct TileResult {
     SmallVector<Value> accFirst, accSecond, dsRegs;
   };
@@ -1301,11 +1311,18 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     SmallVector<Value> dsRegs = packARegisters(x, ds[0]);
     if (!dqAtomic)
       return TileResult{accFirst, accSecond, dsRegs};
+    // dK += dS^T Q_tb now (the stores only read the registers).
+    if (dkFromRegisters)
+      accFirst = wgmmaAccumulateRS(x, ks.d, accFirst, dsRegs,
+                                   loopNFirst.at(x, firstUnitsOf(x, tb)),
+                                   nStepUnits(swFirst));
     storeDs(x, tb, dsRegs);
     signalDs(x, tb);
     return TileResult{accFirst, accSecond, {}};
   };
-  // dK += dS^T Q_{tb} (dQ += dS K_{tb}) from the packed dS registers.
+  // dK += dS^T Q_{tb} (dQ += dS K_{tb}) from the packed dS registers of the
+  // previous tile, or with dq atomics (not dkFromRegisters) from its dS^T
+  // buffer.
   auto accumulateFirst = [&](FragmentBuilder &x, SmallVector<Value> acc,
                              SmallVector<Value> dsRegs, Value tb) {
     if (dqAtomic) {
@@ -1407,12 +1424,16 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
           copyColumnAsync(x, ahead);
         else if (dkdv && !tma)
           column = loadColumn(x, ahead);
-        TileResult r =
-            tileStep(x, tb, prev.accFirst, prev.accSecond,
-                     [&](FragmentBuilder &y, SmallVector<Value> acc) {
-                       return accumulateFirst(y, acc, prev.dsRegs, prevTb);
-                     },
-                     dqAtomic ? prevTb : Value());
+        auto issuePrev = [&](FragmentBuilder &y, SmallVector<Value> acc) {
+          return accumulateFirst(y, acc, prev.dsRegs, prevTb);
+        };
+        // dkFromRegisters: tile tb - 1 issued its dK product itself.
+        TileResult r = tileStep(
+            x, tb, prev.accFirst, prev.accSecond,
+            dkFromRegisters ? llvm::function_ref<SmallVector<Value>(
+                                  FragmentBuilder &, SmallVector<Value>)>()
+                            : issuePrev,
+            dqAtomic ? prevTb : Value());
         SmallVector<Value> yielded = waitAll(x, r);
         // TMA: the column values of tile `ahead` replace those of tile
         // tb - 1, read before the last block barrier, and are read after
@@ -1432,7 +1453,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         scf::YieldOp::create(lb, ll, yielded);
       });
 
-  // The last tile's dK += dS^T Q_i (dQ += dS K_j).
+  // The last tile's dK += dS^T Q_i (dQ += dS K_j; with dkFromRegisters
+  // its dK went with the tile); with dq atomics its dQ products.
   TileResult lastTile = split(loop.getResults());
   SmallVector<Type> accTypes(lastTile.accFirst.size(), fb.f32);
   auto last = scf::IfOp::create(b, loc, accTypes, anyTile,
@@ -1448,7 +1470,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       dqAcc = issueDq(x, lastTb);
     }
     SmallVector<Value> acc =
-        accumulateFirst(x, lastTile.accFirst, lastTile.dsRegs, lastTb);
+        dkFromRegisters
+            ? lastTile.accFirst
+            : accumulateFirst(x, lastTile.accFirst, lastTile.dsRegs, lastTb);
     if (dqAtomic) {
       SmallVector<Value> waited = flatten(dqAcc);
       llvm::append_range(waited, acc);
