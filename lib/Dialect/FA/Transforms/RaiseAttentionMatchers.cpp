@@ -1048,10 +1048,24 @@ const Expr *ChainEvaluator::evalReshape(Operation *op, const View &view) {
                         "a reshape whose result is read at index 0 along a "
                         "dim of size other than 1 next to a used dim");
     }
+  // Expand: a source dim that holds several whole batch dims of the product
+  // (a flat [B * H, Tq, Tk] mask expanded to [B, H, Tq, Tk]) has no label
+  // of its own; the expanded tensor is taken as it is read.
+  if (srcTy.getRank() < resTy.getRank())
+    for (ArrayRef<int64_t> group : groups) {
+      SmallVector<Label> labels;
+      for (int64_t r : group)
+        if (view[r].kind != Label::Unit)
+          labels.push_back(view[r]);
+      if (labels.size() > 1 &&
+          llvm::all_of(labels, [](Label l) { return l.isWholeBatch(); }))
+        return leaf(res, view);
+    }
   std::optional<View> srcView = reshapeSourceView(src, res, groups, view);
   if (!srcView)
     return opaque(res, view,
-                  "a reshape that merges or splits the query or key axis");
+                  "a reshape that merges or splits the query or key axis "
+                  "(or merges a batch dim with parts of another)");
   visited.insert(op);
   return eval(src, *srcView);
 }

@@ -639,3 +639,52 @@ func.func @bias_select_one_as_float_mask(%q: tensor<2x6x4xf32>, %k: tensor<2x10x
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x10xf32>, tensor<2x10x4xf32>) outs(%oz : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
   return %o : tensor<2x6x4xf32>
 }
+
+// -----
+
+// A flat [B * H, Tq, Tk] mask expanded to [B, H, Tq, Tk] for 4-D products:
+// the expanded tensor is the op's mask (the expand_shape stays).
+
+#q4 = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#k4 = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#s4 = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#p4 = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#v4 = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#o4 = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id4 = affine_map<(b, h, i, j) -> (b, h, i, j)>
+// CHECK-LABEL: func.func @flat_mask_expanded_over_heads
+// CHECK: %[[M:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0, 1], [2], [3]] output_shape [2, 3, 9, 9] : tensor<6x9x9xf32> into tensor<2x3x9x9xf32>
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x3x9x9xf32>) scale(1.250000e-01)
+// CHECK-NOT: linalg.softmax
+func.func @flat_mask_expanded_over_heads(%q: tensor<2x3x9x4xf32>, %k: tensor<2x3x9x4xf32>, %v: tensor<2x3x9x4xf32>, %mflat: tensor<6x9x9xf32>) -> tensor<2x3x9x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c8 = arith.constant 8.0 : f32
+  %mask = tensor.expand_shape %mflat [[0, 1], [2], [3]] output_shape [2, 3, 9, 9] : tensor<6x9x9xf32> into tensor<2x3x9x9xf32>
+  %s0 = tensor.empty() : tensor<2x3x9x9xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x3x9x9xf32>) -> tensor<2x3x9x9xf32>
+  %s = linalg.generic {indexing_maps = [#q4, #k4, #s4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x3x9x4xf32>, tensor<2x3x9x4xf32>) outs(%sz : tensor<2x3x9x9xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x9x9xf32>
+  %sm = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s, %mask : tensor<2x3x9x9xf32>, tensor<2x3x9x9xf32>) outs(%s0 : tensor<2x3x9x9xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %x = arith.divf %a, %c8 : f32
+    %r = arith.addf %x, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x9x9xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x3x9x9xf32>) outs(%s0 : tensor<2x3x9x9xf32>) -> tensor<2x3x9x9xf32>
+  %o0 = tensor.empty() : tensor<2x3x9x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x3x9x4xf32>) -> tensor<2x3x9x4xf32>
+  %o = linalg.generic {indexing_maps = [#p4, #v4, #o4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x3x9x9xf32>, tensor<2x3x9x4xf32>) outs(%oz : tensor<2x3x9x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x9x4xf32>
+  return %o : tensor<2x3x9x4xf32>
+}
