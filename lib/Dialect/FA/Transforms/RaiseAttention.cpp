@@ -437,6 +437,33 @@ static bool isSupportedFloat(Type t) {
   return t.isF16() || t.isBF16() || t.isF32();
 }
 
+/// For a remark only: the op that produces a leaf of `e` from an operand of
+/// the leaf's shape that reads as a softmax (matchProbabilities): a P the
+/// evaluator took as an opaque tensor because an op it does not read (e.g.
+/// a `tosa.floor`) lies between the softmax and the product. Null when
+/// there is none. Products are not looked into.
+static Operation *opHidingSoftmax(const Expr *e) {
+  if (e->kind != Expr::Leaf) {
+    for (const Expr *a : e->args)
+      if (Operation *op = opHidingSoftmax(a))
+        return op;
+    return nullptr;
+  }
+  Operation *op = e->value ? e->value.getDefiningOp() : nullptr;
+  std::string ignored;
+  if (!op || matchContraction(op, ignored))
+    return nullptr;
+  for (Value operand : op->getOperands()) {
+    if (operand.getType() != e->value.getType())
+      continue;
+    ChainEvaluator ev;
+    const Expr *x = ev.eval(operand, e->view);
+    if (containsExpOrSoftmax(x) && matchProbabilities(x, ignored))
+      return op;
+  }
+  return nullptr;
+}
+
 /// Matches the chain ending at the P V product `pv`. Sets `candidate` when
 /// the product consumes an exp or softmax result (a near miss is worth a
 /// remark), and `why` on failure.
@@ -447,6 +474,7 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   m.pv = pv;
   std::unique_ptr<ChainEvaluator> ev;
   const Expr *p = nullptr;
+  Operation *nearMiss = nullptr;
   View vView;
   Value vValue;
   for (bool pIsLhs : {true, false}) {
@@ -480,8 +508,11 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     auto candidateEv = std::make_unique<ChainEvaluator>();
     const Expr *candidateP =
         candidateEv->eval(pIsLhs ? pv.lhs : pv.rhs, operandView(pMap, loopVec));
-    if (!containsExpOrSoftmax(candidateP))
+    if (!containsExpOrSoftmax(candidateP)) {
+      if (Operation *hiding = opHidingSoftmax(candidateP); hiding && !nearMiss)
+        nearMiss = hiding;
       continue;
+    }
     ev = std::move(candidateEv);
     p = candidateP;
     m.oView = oView;
@@ -490,8 +521,14 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     vView = operandView(vMap, loopVec);
     break;
   }
-  if (!p)
+  if (!p) {
+    if (nearMiss) {
+      candidate = true;
+      why = "the probabilities reach the product through an unsupported op '" +
+            nearMiss->getName().getStringRef().str() + "'";
+    }
     return std::nullopt;
+  }
   candidate = true;
   std::string pvName = pv.op->getName().getStringRef().str();
 

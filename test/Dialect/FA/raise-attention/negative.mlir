@@ -1305,3 +1305,40 @@ func.func @mask_expanded_from_query_key_product(%q: tensor<2x8x4xf32>, %k: tenso
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// TOSA: the softmax reaches the P V product through an op the evaluator does
+// not read (tosa.floor): the product's P is an opaque tensor, and explain
+// names the op between them.
+// CHECK-LABEL: func.func @tosa_probabilities_through_floor
+// CHECK-NOT: fa.attention
+func.func @tosa_probabilities_through_floor(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>, %mask: tensor<2x1x1x8xf32>) -> tensor<2x3x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %s3 = tosa.const_shape {values = dense<[6, 8, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s3s = tosa.const_shape {values = dense<[6, 8, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4s = tosa.const_shape {values = dense<[2, 3, 8, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %s4o = tosa.const_shape {values = dense<[2, 3, 8, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %qr = tosa.reshape %q, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %kr = tosa.reshape %k, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %vr = tosa.reshape %v, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %kt = tosa.transpose %kr {perms = array<i32: 0, 2, 1>} : (tensor<6x8x4xf32>) -> tensor<6x4x8xf32>
+  %s = tosa.matmul %qr, %kt, %zp, %zp : (tensor<6x8x4xf32>, tensor<6x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x8xf32>
+  %s4 = tosa.reshape %s, %s4s : (tensor<6x8x8xf32>, !tosa.shape<4>) -> tensor<2x3x8x8xf32>
+  %sc = tosa.mul %s4, %half, %shift : (tensor<2x3x8x8xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<2x3x8x8xf32>
+  %sm = tosa.add %sc, %mask : (tensor<2x3x8x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x8x8xf32>
+  %mx = tosa.reduce_max %sm {axis = 3 : i32} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x3x8x8xf32>, tensor<2x3x8x1xf32>) -> tensor<2x3x8x8xf32>
+  %e = tosa.exp %d : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 3 : i32} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<2x3x8x1xf32>) -> tensor<2x3x8x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<2x3x8x8xf32>, tensor<2x3x8x1xf32>, tensor<1xi8>) -> tensor<2x3x8x8xf32>
+  %pc = tosa.floor %p : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %p3 = tosa.reshape %pc, %s3s : (tensor<2x3x8x8xf32>, !tosa.shape<3>) -> tensor<6x8x8xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities reach the product through an unsupported op 'tosa.floor'}}
+  %o = tosa.matmul %p3, %vr, %zp, %zp : (tensor<6x8x8xf32>, tensor<6x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x4xf32>
+  %o4 = tosa.reshape %o, %s4o : (tensor<6x8x4xf32>, !tosa.shape<4>) -> tensor<2x3x8x4xf32>
+  return %o4 : tensor<2x3x8x4xf32>
+}
