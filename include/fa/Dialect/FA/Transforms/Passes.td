@@ -212,8 +212,9 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
     With `explain=true`, every product of the forms above (a zero-filled
     init included) that consumes an exp (`math.exp`, `tosa.exp`) or
     softmax result but is not raised gets a remark naming the condition
-    that failed; a product of another form (say, an init of 1.0) or over
-    `math.exp2` gets none.
+    that failed, as does one whose operand an op the chain reader does not
+    know (say, `tosa.floor`) computes from a softmax; a product of another
+    form (say, an init of 1.0) or over `math.exp2` gets none.
   }];
   let options = [
     Option<"explain", "explain", "bool", /*default=*/"false",
