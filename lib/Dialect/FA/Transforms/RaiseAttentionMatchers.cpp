@@ -903,6 +903,17 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
   return leaf(result, view);
 }
 
+/// The labels of the dims of `group` that `view` uses (not size-1
+/// broadcasts), in order.
+static SmallVector<Label> usedLabels(ArrayRef<int64_t> group,
+                                     const View &view) {
+  SmallVector<Label> labels;
+  for (int64_t r : group)
+    if (view[r].kind != Label::Unit)
+      labels.push_back(view[r]);
+  return labels;
+}
+
 std::optional<View>
 ChainEvaluator::reshapeSourceView(Value src, Value res,
                                   ArrayRef<SmallVector<int64_t, 2>> groups,
@@ -980,10 +991,7 @@ ChainEvaluator::reshapeSourceView(Value src, Value res,
   }
   // Expand: groups[s] lists the result dims of source dim s.
   for (auto [s, group] : llvm::enumerate(groups)) {
-    SmallVector<Label> labels;
-    for (int64_t r : group)
-      if (view[r].kind != Label::Unit)
-        labels.push_back(view[r]);
+    SmallVector<Label> labels = usedLabels(group, view);
     if (labels.empty())
       continue;
     if (labels.size() == 1) {
@@ -1053,10 +1061,7 @@ const Expr *ChainEvaluator::evalReshape(Operation *op, const View &view) {
   // of its own; the expanded tensor is taken as it is read.
   if (srcTy.getRank() < resTy.getRank())
     for (ArrayRef<int64_t> group : groups) {
-      SmallVector<Label> labels;
-      for (int64_t r : group)
-        if (view[r].kind != Label::Unit)
-          labels.push_back(view[r]);
+      SmallVector<Label> labels = usedLabels(group, view);
       if (labels.size() > 1 &&
           llvm::all_of(labels, [](Label l) { return l.isWholeBatch(); }))
         return leaf(res, view);
