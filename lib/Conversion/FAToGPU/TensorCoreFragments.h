@@ -749,7 +749,8 @@ inline Value lseLog2(FragmentBuilder &x, Value lse) {
 }
 
 /// Applies the scale before the max-free exp2 of the backward: P =
-/// exp2(s * c - lse2) as one fma per element.
+/// exp2(s * c - lse2) as one fma per element; P = exp2(s * c) where
+/// `negLse2` gives a null Value (the offset is already in s).
 inline SmallVector<SmallVector<Value>>
 probabilities(FragmentBuilder &x, ArrayRef<SmallVector<Value>> s, Value c,
               llvm::function_ref<Value(int64_t, int64_t, int64_t, int64_t)>
@@ -758,12 +759,14 @@ probabilities(FragmentBuilder &x, ArrayRef<SmallVector<Value>> s, Value c,
   for (auto [r, row] : llvm::enumerate(s))
     for (auto [n, tile] : llvm::enumerate(row))
       p[r].push_back(mapFragment(x, tile, [&](Value v, int64_t h, int64_t e) {
-        return x.exp2(x.fma(v, c, negLse2(r, n, h, e)));
+        Value offset = negLse2(r, n, h, e);
+        return x.exp2(offset ? x.fma(v, c, offset) : x.mulF(v, c));
       }));
   return p;
 }
 
-/// dS = P (dP - delta).
+/// dS = P (dP - delta); dS = P dP where `delta` gives a null Value (delta
+/// is already in dP).
 inline SmallVector<SmallVector<Value>>
 scoreGradients(FragmentBuilder &x, ArrayRef<SmallVector<Value>> p,
                ArrayRef<SmallVector<Value>> dp,
@@ -775,9 +778,10 @@ scoreGradients(FragmentBuilder &x, ArrayRef<SmallVector<Value>> p,
       Value tile = p[r][n];
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
-          Value grad = x.mulF(
-              x.extract(p[r][n], {h, e}),
-              x.subF(x.extract(dp[r][n], {h, e}), delta(r, n, h, e)));
+          Value d = delta(r, n, h, e);
+          Value dpv = x.extract(dp[r][n], {h, e});
+          Value grad =
+              x.mulF(x.extract(p[r][n], {h, e}), d ? x.subF(dpv, d) : dpv);
           tile = x.insert(grad, tile, {h, e});
         }
       ds[r].push_back(tile);

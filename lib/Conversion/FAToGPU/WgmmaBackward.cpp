@@ -258,16 +258,20 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // The descriptor advance of one k16 step of an N-major loop tile.
   auto nStepUnits = [&](int64_t sw) { return tma ? (16 * sw) >> 4 : 256 >> 4; };
   // S (dP) = own x loop tile^T over head dim c: kSteps k16 steps.
+  // `init`: the accumulators' initial values (none: zero).
   auto productOwnLoop = [&](FragmentBuilder &x, int64_t c, Value ownDesc,
-                            Value loopDesc) {
+                            Value loopDesc, ArrayRef<Value> init = {}) {
     if (!tma)
       return wgmmaProductSS(x, tile, c / 16, ownDesc, (2 * colOwn) >> 4,
-                            loopDesc, (2 * colTile) >> 4);
+                            loopDesc, (2 * colTile) >> 4, /*zeroInit=*/false,
+                            SwizzledSteps{}, /*transA=*/false,
+                            /*transB=*/false, init, /*fenceOnto=*/true);
     int64_t sw = tmaSwizzleBytes(c);
     return wgmmaProductSS(
         x, tile, c / 16, ownDesc, 32 >> 4, loopDesc, 32 >> 4,
         /*zeroInit=*/false,
-        SwizzledSteps{sw / 32, (ownRows * sw) >> 4, (tile * sw) >> 4});
+        SwizzledSteps{sw / 32, (ownRows * sw) >> 4, (tile * sw) >> 4},
+        /*transA=*/false, /*transB=*/false, init, /*fenceOnto=*/true);
   };
 
   // cp.async copies: one group per loop tile half (first: Q_i or K_j;
@@ -1212,9 +1216,52 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       awaitDs(x, dqTb);
       dqAcc = issueDq(x, dqTb);
     }
+    Value stageCols;
+    auto column = [&](int64_t n, int64_t e, bool isDelta) {
+      Value idx = x.add(x.add(stageCols, t2),
+                        x.cstIndex(n * 8 + e + (isDelta ? tile : 0)));
+      return x.load(colValues, {idx});
+    };
+    // _dkdv with a positive scale: the column terms start the accumulators,
+    // S^T at -lse / scale (P = exp2(c S^T - lse log2 e) = exp2(c acc), c =
+    // scale log2 e; -inf where lse is -inf, so that P is 0) and dP^T at
+    // -delta (dS^T = P^T acc): no column value is read between a product's
+    // wait and its use, and dS^T takes no subtraction. Fragment value i is
+    // column 8 (i / 4) + 2t + i % 2.
+    // A scale of at least 2^-20 keeps -lse / scale finite wherever lse is
+    // (|lse| < 2^108); the rounding of S^T + (-lse / scale) is that of c S^T
+    // - lse log2 e (both about |lse| 2^-24 in the exponent).
+    constexpr float kMinScaleInAcc = 0x1p-20f;
+    // Measured (H100, fa-run, bf16, T 2k-16k): +4-12% with 64-query tiles
+    // (D 128, with and without a causal mask), 0-2% slower at D 64 and
+    // 6-9% slower at D 64 causal with 128-query tiles (twice the column
+    // values per thread), which keep the reads at the use. Not dP^T's in
+    // the prologue's tile (issued right after S^T): there ptxas waited for
+    // S^T before the init values' moves (C7517).
+    const bool columnsInAcc = dkdv && ks.scale >= kMinScaleInAcc && tile <= 64;
+    auto setStageCols = [&] {
+      stageCols = x.mul(stageOf(x, tb), x.cstIndex(2 * tile));
+    };
+    if (columnsInAcc)
+      setStageCols();
+    const bool dpInAcc = columnsInAcc && (dqTb || issueOld);
+    auto columnInit = [&](bool isDelta) {
+      SmallVector<Value> perColumn, init;
+      for (int64_t n = 0; n < tile / 8; ++n)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value v = column(n, e, isDelta);
+          perColumn.push_back(
+              isDelta ? arith::NegFOp::create(x.b, x.loc, v).getResult()
+                      : x.select(x.isNegInf(v), x.cstF32(kNegInf),
+                                 x.mulF(v, x.cstF32(-1.0f / ks.scale))));
+        }
+      for (int64_t i = 0; i < tile / 2; ++i)
+        init.push_back(perColumn[2 * (i / 4) + i % 2]);
+      return init;
+    };
     SmallVector<Value> sAcc = productOwnLoop(
-        x, ks.d, inLoop(x, ownFirstBase),
-        loopKFirst.at(x, firstUnitsOf(x, tb)));
+        x, ks.d, inLoop(x, ownFirstBase), loopKFirst.at(x, firstUnitsOf(x, tb)),
+        columnsInAcc ? columnInit(false) : SmallVector<Value>());
     // dq atomics: once the dQ^T products are done (S^T still running), their
     // values go out, before the next products take registers.
     if (dqTb) {
@@ -1228,7 +1275,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     if (issueOld && dkdv)
       accFirst = issueOld(x, accFirst);
     SmallVector<Value> dpAcc = productOwnLoop(
-        x, ks.dv, inLoop(x, ownSecondBase), loopKSecond.at(x, secondUnits));
+        x, ks.dv, inLoop(x, ownSecondBase), loopKSecond.at(x, secondUnits),
+        dpInAcc ? columnInit(true) : SmallVector<Value>());
     if (issueOld && !dkdv)
       accFirst = issueOld(x, accFirst);
     const int64_t pendingAfterS = issueOld ? 2 : 1;
@@ -1237,14 +1285,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     SmallVector<SmallVector<Value>> sTiles(1);
     sTiles[0] = toTiles(x, sAcc);
     Value c = scoreFactor(x, sTiles, ks.scale);
-    Value stageCols;
-    auto column = [&](int64_t n, int64_t e, bool isDelta) {
-      Value idx = x.add(x.add(stageCols, t2),
-                        x.cstIndex(n * 8 + e + (isDelta ? tile : 0)));
-      return x.load(colValues, {idx});
-    };
     if (dkdv) {
-      stageCols = x.mul(stageOf(x, tb), x.cstIndex(2 * tile));
+      if (!columnsInAcc)
+        setStageCols();
       // Columns are queries r0 + 8 n + 2t + e: hide those past Tq and,
       // under causal, those before the diagonal of this warp's keys.
       Value needMask = x.cmpI(arith::CmpIPredicate::sgt, x.add(r0, bt), tq);
@@ -1289,6 +1332,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
         x, sTiles, c, [&](int64_t, int64_t n, int64_t h, int64_t e) {
           if (!dkdv)
             return rowNegLse2[h];
+          if (columnsInAcc)
+            return Value();
           return arith::NegFOp::create(x.b, x.loc,
                                        lseLog2(x, column(n, e, false)))
               .getResult();
@@ -1306,6 +1351,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     dp[0] = toTiles(x, dpAcc);
     SmallVector<SmallVector<Value>> ds =
         scoreGradients(x, p, dp, [&](int64_t, int64_t n, int64_t h, int64_t e) {
+          if (dpInAcc)
+            return Value();
           return dkdv ? column(n, e, true) : rowDelta[h];
         });
     SmallVector<Value> dsRegs = packARegisters(x, ds[0]);

@@ -650,20 +650,21 @@ inline Value stageUnits(FragmentBuilder &x, Value tb, int64_t stages,
 /// of 64 or 128 bytes), step kc reads at (kc % stepsPerBlock) * step + (kc /
 /// stepsPerBlock) * blockStep instead (A and B share the step counts).
 /// `transA` / `transB`: A M-major / B N-major (16-bit types only).
-/// `accumulateOnto`: D += A B^T on these n / 2 scalars instead.
+/// `accumulateOnto`: D += A B^T on these n / 2 scalars instead;
+/// `fenceOnto`: they pass through the wgmma.fence as tied operands (values
+/// computed by other instructions, e.g. initial accumulators: the fence
+/// then orders their writes before the products).
 struct SwizzledSteps {
   int64_t stepsPerBlock = 0; // 0: a constant step
   int64_t aBlockStep = 0, bBlockStep = 0;
 };
 
-inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
-                                         int64_t kSteps, Value aBase,
-                                         int64_t aStep, Value bBase,
-                                         int64_t bStep, bool zeroInit = false,
-                                         SwizzledSteps swizzled = {},
-                                         bool transA = false,
-                                         bool transB = false,
-                                         ArrayRef<Value> accumulateOnto = {}) {
+inline SmallVector<Value>
+wgmmaProductSS(FragmentBuilder &x, int64_t n, int64_t kSteps, Value aBase,
+               int64_t aStep, Value bBase, int64_t bStep, bool zeroInit = false,
+               SwizzledSteps swizzled = {}, bool transA = false,
+               bool transB = false, ArrayRef<Value> accumulateOnto = {},
+               bool fenceOnto = false) {
   SmallVector<Type> types(n / 2, x.f32);
   SmallVector<Value> acc;
   if (zeroInit)
@@ -671,7 +672,12 @@ inline SmallVector<Value> wgmmaProductSS(FragmentBuilder &x, int64_t n,
   if (!accumulateOnto.empty())
     acc.assign(accumulateOnto.begin(), accumulateOnto.end());
   const bool onto = zeroInit || !accumulateOnto.empty();
-  inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
+  // Accumulators that other instructions wrote go through the fence (PTX
+  // ISA: wgmma.fence orders register writes before the wgmma reads them).
+  if (fenceOnto && !accumulateOnto.empty())
+    acc = ptxWith(x, "wgmma.fence.sync.aligned;", acc);
+  else
+    inlinePtx(x, "wgmma.fence.sync.aligned;", {}, ValueRange{});
   for (int64_t kc = 0; kc < kSteps; ++kc) {
     int64_t aOffset = kc * aStep, bOffset = kc * bStep;
     if (int64_t per = swizzled.stepsPerBlock) {

@@ -48,16 +48,30 @@
 // CHECK: memref.load %arg5
 // CHECK: memref.store %{{.+}}, %view_{{[0-9]+}}
 // Prologue: S^T = K Q_0^T and dP^T = V dO_0^T (D / 16 = 4 wgmma
-// m64n64k16 each, both operands from workgroup memory, scale-d 0 first),
-// P^T once S^T is done, dV += P^T dO_0 (P^T from registers, dO N-major),
-// dS^T once dP^T is done.
+// m64n64k16 each, both operands from workgroup memory), P^T once S^T is
+// done, dV += P^T dO_0 (P^T from registers, dO N-major), dS^T once dP^T is
+// done. S^T starts from -lse / scale of its query columns (scale 1/8: lse x
+// -8, -inf where lse is -inf), fragment value i at column 8 (i / 4) + 2t +
+// i % 2 (values 0 and 2 the same column), tied through the fence, so every
+// step has scale-d 1; the prologue's dP^T starts from zero.
 // CHECK: nvvm.cp.async.wait.group 4
 // CHECK-NEXT: "fence.proxy.async.shared::cta;"
 // CHECK-NEXT: gpu.barrier
-// CHECK: "wgmma.fence.sync.aligned;"
-// CHECK: setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
-// CHECK-COUNT-3: setp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
+// CHECK: %[[LSE0:.+]] = memref.load %view_{{[0-9]+}}
+// CHECK-NEXT: %[[M8:.+]] = arith.constant -8.000000e+00 : f32
+// CHECK-NEXT: %[[SCALED0:.+]] = arith.mulf %[[LSE0]], %[[M8]] : f32
+// CHECK-NEXT: %[[NINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[NINF2:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[ISNINF0:.+]] = arith.cmpf oeq, %[[LSE0]], %[[NINF2]] : f32
+// CHECK-NEXT: %[[INIT0:.+]] = arith.select %[[ISNINF0]], %[[NINF]], %[[SCALED0]] : f32
+// CHECK: %[[LSE1:.+]] = memref.load %view_{{[0-9]+}}
+// CHECK-NEXT: arith.constant -8.000000e+00 : f32
+// CHECK: %[[INIT1:.+]] = arith.select %{{.+}}, %{{.+}}, %{{.+}} : f32
+// CHECK: "wgmma.fence.sync.aligned;", "=f,{{.+}},0,1,2,{{.+}}" %[[INIT0]], %[[INIT1]], %[[INIT0]], %[[INIT1]],
+// CHECK-COUNT-4: setp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
 // CHECK: "wgmma.commit_group.sync.aligned;"
+// CHECK: "wgmma.fence.sync.aligned;", ""
+// CHECK-NOT: wgmma.mma_async
 // CHECK: setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-NEXT: "wgmma.wait_group.sync.aligned 1;"
@@ -70,18 +84,30 @@
 // Steady state: tile i landed (two newer groups may be in flight), dO_{i+2}
 // into the stage dO_{i-1} used; S^T_i, then dK += dS^T_{i-1} Q_{i-1}, then
 // dP^T_i; P^T after S^T_i (two groups pending), dV after it, dS^T after
-// dP^T_i (one pending), all done before Q_{i+2} replaces Q_{i-1}.
+// dP^T_i (one pending), all done before Q_{i+2} replaces Q_{i-1}. S^T_i
+// starts from -lse / scale and dP^T_i from -delta (its columns' delta
+// negated), both tied through their fences: P^T = exp2(c S^T) and dS^T =
+// P^T dP^T read no column value and subtract nothing.
 // CHECK: scf.for
 // CHECK: nvvm.cp.async.wait.group 2
 // CHECK: gpu.barrier
 // CHECK: nvgpu.device_async_copy %arg3
-// CHECK: setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33,
+// CHECK: arith.constant -8.000000e+00 : f32
+// CHECK: "wgmma.fence.sync.aligned;", "=f,
+// CHECK-COUNT-4: setp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 1;
 // CHECK: "wgmma.commit_group.sync.aligned;"
-// CHECK: setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33,
+// CHECK: %[[DELTA0:.+]] = memref.load %view_{{[0-9]+}}
+// CHECK-NEXT: %[[NDELTA0:.+]] = arith.negf %[[DELTA0]] : f32
+// CHECK: %[[DELTA1:.+]] = memref.load %view_{{[0-9]+}}
+// CHECK-NEXT: %[[NDELTA1:.+]] = arith.negf %[[DELTA1]] : f32
+// CHECK: "wgmma.fence.sync.aligned;", "=f,{{.+}}" %[[NDELTA0]], %[[NDELTA1]], %[[NDELTA0]], %[[NDELTA1]],
+// CHECK-COUNT-4: setp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-NEXT: "wgmma.wait_group.sync.aligned 2;"
+// CHECK-NOT: memref.load %view_
+// CHECK-NOT: arith.subf
 // CHECK: llvm.nvvm.ex2.approx.ftz.f
 // CHECK: {$32, $33, $34, $35}, $36, p, 1, 1, 1;
 // CHECK: "wgmma.wait_group.sync.aligned 1;"
