@@ -1197,7 +1197,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   // K_{j-1}) between the two products and the first wait (none with
   // dkFromRegisters: the tile issues its own dK at its end); returns the
   // accumulator scalars of the first output (after that group), the second
-  // output's (_dkdv) and the packed dS (none with dq atomics).
+  // output's (_dkdv) and the packed dS (none with dq atomics). `dqTb`: the
+  // tile whose dQ products go first (dq atomics); `prologue`: the first
+  // tile, before the loop.
   struct TileResult {
     SmallVector<Value> accFirst, accSecond, dsRegs;
   };
@@ -1206,7 +1208,7 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
                       llvm::function_ref<SmallVector<Value>(FragmentBuilder &,
                                                             SmallVector<Value>)>
                           issueOld,
-                      Value dqTb = Value()) {
+                      Value dqTb = Value(), bool prologue = false) {
     Value r0 = x.mul(queryTile(x, tb), bt);
     Value secondUnits = stageUnits(x, ringOf(x, tb), stages, layout.loopSecond,
                                    layout.secondStageBytes);
@@ -1229,22 +1231,25 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // wait and its use, and dS^T takes no subtraction. Fragment value i is
     // column 8 (i / 4) + 2t + i % 2.
     // A scale of at least 2^-20 keeps -lse / scale finite wherever lse is
-    // (|lse| < 2^108); the rounding of S^T + (-lse / scale) is that of c S^T
-    // - lse log2 e (both about |lse| 2^-24 in the exponent).
+    // (|lse| < 2^108). The start adds an error of the order of |lse| 2^-23
+    // per k16 step to the exponent c acc (the tensor cores align each
+    // step's addends to the largest and truncate), about 1e-5 relative in
+    // P at D 128: far below the f16/bf16 rounding of P and dS.
     constexpr float kMinScaleInAcc = 0x1p-20f;
     // Measured (H100, fa-run, bf16, T 2k-16k): +4-12% with 64-query tiles
-    // (D 128, with and without a causal mask), 0-2% slower at D 64 and
-    // 6-9% slower at D 64 causal with 128-query tiles (twice the column
-    // values per thread), which keep the reads at the use. Not dP^T's in
-    // the prologue's tile (issued right after S^T): there ptxas waited for
-    // S^T before the init values' moves (C7517).
-    const bool columnsInAcc = dkdv && ks.scale >= kMinScaleInAcc && tile <= 64;
+    // (D 128, with and without a causal mask); with 128-query tiles (D 64)
+    // the S^T start was 5-11% slower (twice the column values per thread),
+    // so those keep the reads at the use; 32-query tiles (D 128 without
+    // TMA) were not timed and keep them too. Not dP^T's in the prologue's
+    // tile (issued right after S^T): there ptxas waited for S^T before the
+    // init values' moves (C7517).
+    const bool columnsInAcc = dkdv && ks.scale >= kMinScaleInAcc && tile == 64;
     auto setStageCols = [&] {
       stageCols = x.mul(stageOf(x, tb), x.cstIndex(2 * tile));
     };
     if (columnsInAcc)
       setStageCols();
-    const bool dpInAcc = columnsInAcc && (dqTb || issueOld);
+    const bool dpInAcc = columnsInAcc && !prologue;
     auto columnInit = [&](bool isDelta) {
       SmallVector<Value> perColumn, init;
       for (int64_t n = 0; n < tile / 8; ++n)
@@ -1435,7 +1440,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
       landCopies(x, 2 * stages - 2); // own tiles and tile `first` landed
     }
     TileResult init0 = split(init);
-    TileResult r = tileStep(x, first, init0.accFirst, init0.accSecond, nullptr);
+    TileResult r = tileStep(x, first, init0.accFirst, init0.accSecond, nullptr,
+                            Value(), /*prologue=*/true);
     SmallVector<Value> yielded = waitAll(x, r);
     // TMA: every warpgroup is done with the second half of tile `first`
     // before the loop's first load replaces it. dq atomics: both halves of

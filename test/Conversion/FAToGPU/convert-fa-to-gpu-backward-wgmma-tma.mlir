@@ -80,7 +80,12 @@
 // CHECK: mbarrier.try_wait.parity
 // CHECK: mbarrier.try_wait.parity
 // CHECK-NOT: gpu.barrier
-// CHECK: wgmma.mma_async.sync.aligned.m64n64k16
+// S^T starts from the column terms: the tile's first wgmma (both operands
+// from workgroup memory) has scale-d 1 after a fence with tied operands.
+// CHECK-NOT: wgmma.mma_async
+// CHECK: "wgmma.fence.sync.aligned;", "=f,
+// CHECK-NOT: wgmma.mma_async
+// CHECK: setp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.{{[a-z0-9]+}}.{{[a-z0-9]+}} {{.*}}, $32, $33, p, 1, 1, 0, 0;
 // CHECK: gpu.barrier
 // CHECK: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[QMAP]],
 // CHECK: scf.yield

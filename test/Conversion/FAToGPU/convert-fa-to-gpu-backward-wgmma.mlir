@@ -67,7 +67,13 @@
 // CHECK: %[[LSE1:.+]] = memref.load %view_{{[0-9]+}}
 // CHECK-NEXT: arith.constant -8.000000e+00 : f32
 // CHECK: %[[INIT1:.+]] = arith.select %{{.+}}, %{{.+}}, %{{.+}} : f32
-// CHECK: "wgmma.fence.sync.aligned;", "=f,{{.+}},0,1,2,{{.+}}" %[[INIT0]], %[[INIT1]], %[[INIT0]], %[[INIT1]],
+// Column 8 (n8 block 1): the lse half of the stage at offset 8.
+// CHECK: %[[C8:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[LA8:.+]] = arith.addi
+// CHECK-NEXT: %[[LI8:.+]] = arith.addi %[[LA8]], %[[C8]] : index
+// CHECK-NEXT: memref.load %view_{{[0-9]+}}[%[[LI8]]]
+// CHECK: %[[INIT8:.+]] = arith.select %{{.+}}, %{{.+}}, %{{.+}} : f32
+// CHECK: "wgmma.fence.sync.aligned;", "=f,{{.+}},0,1,2,{{.+}}" %[[INIT0]], %[[INIT1]], %[[INIT0]], %[[INIT1]], %[[INIT8]], %{{.+}}, %[[INIT8]], %{{.+}},
 // CHECK-COUNT-4: setp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK: "wgmma.fence.sync.aligned;", ""
@@ -98,7 +104,11 @@
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 1;
 // CHECK: "wgmma.commit_group.sync.aligned;"
-// CHECK: %[[DELTA0:.+]] = memref.load %view_{{[0-9]+}}
+// The delta half of the stage: offset 64 (the tile) + the column.
+// CHECK: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-NEXT: %[[DA0:.+]] = arith.addi
+// CHECK-NEXT: %[[DI0:.+]] = arith.addi %[[DA0]], %[[C64]] : index
+// CHECK-NEXT: %[[DELTA0:.+]] = memref.load %view_{{[0-9]+}}[%[[DI0]]]
 // CHECK-NEXT: %[[NDELTA0:.+]] = arith.negf %[[DELTA0]] : f32
 // CHECK: %[[DELTA1:.+]] = memref.load %view_{{[0-9]+}}
 // CHECK-NEXT: %[[NDELTA1:.+]] = arith.negf %[[DELTA1]] : f32
@@ -111,6 +121,8 @@
 // CHECK: llvm.nvvm.ex2.approx.ftz.f
 // CHECK: {$32, $33, $34, $35}, $36, p, 1, 1, 1;
 // CHECK: "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NOT: memref.load %view_
+// CHECK-NOT: arith.subf
 // CHECK: "wgmma.wait_group.sync.aligned 0;"
 // CHECK: gpu.barrier
 // CHECK: nvgpu.device_async_copy %arg0
