@@ -1244,6 +1244,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // tile (issued right after S^T): there ptxas waited for S^T before the
     // init values' moves (C7517).
     const bool columnsInAcc = dkdv && ks.scale >= kMinScaleInAcc && tile == 64;
+    // The stage's column base, computed where the columns are first read
+    // (the kernels without the starts keep their instruction order).
     auto setStageCols = [&] {
       stageCols = x.mul(stageOf(x, tb), x.cstIndex(2 * tile));
     };
