@@ -1067,6 +1067,16 @@ const Expr *ChainEvaluator::evalReshape(Operation *op, const View &view) {
         return leaf(res, view);
     }
   std::optional<View> srcView = reshapeSourceView(src, res, groups, view);
+  // Expand: a source dim split into dims that are not the parts of one
+  // batch dim (a flat [B, Tq * Tk] mask expanded to [B, Tq, Tk]) has no
+  // label of its own either; where the view holds no batch-dim parts (whose
+  // split other operands must match), the expanded tensor is taken as it is
+  // read, as above.
+  if (!srcView && srcTy.getRank() < resTy.getRank() &&
+      llvm::none_of(view, [](Label l) {
+        return l.kind == Label::Batch && !l.isWholeBatch();
+      }))
+    return leaf(res, view);
   if (!srcView)
     return opaque(res, view,
                   "a reshape that merges or splits the query or key axis "

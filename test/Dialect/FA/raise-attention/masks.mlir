@@ -688,3 +688,28 @@ func.func @flat_mask_expanded_over_heads(%q: tensor<2x3x9x4xf32>, %k: tensor<2x3
   } -> tensor<2x3x9x4xf32>
   return %o : tensor<2x3x9x4xf32>
 }
+
+// -----
+
+// A flat mask [B, Tq * Tk] expanded to [B, Tq, Tk]: the source dim holds
+// both the query and the key axis, so the expanded tensor is the op's
+// mask, as it is read (the expand_shape stays), like a flat [B * H, Tq, Tk]
+// one above.
+// CHECK-LABEL: func.func @mask_expanded_from_query_key_product
+// CHECK: %[[M:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0], [1, 2]] output_shape [2, 8, 8] : tensor<2x64xf32> into tensor<2x8x8xf32>
+// CHECK: fa.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<2x8x8xf32>) scale(1.000000e+00)
+// CHECK-NOT: linalg.softmax
+func.func @mask_expanded_from_query_key_product(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>, %mask: tensor<2x64xf32>) -> tensor<2x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %m3 = tensor.expand_shape %mask [[0], [1, 2]] output_shape [2, 8, 8] : tensor<2x64xf32> into tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %sm = linalg.add ins(%s, %m3 : tensor<2x8x8xf32>, tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}

@@ -1284,26 +1284,28 @@ func.func @scale_truncf_with_rounding_mode(%q: tensor<2x5x4xf32>, %k: tensor<2x7
 
 // -----
 
-// A mask [B, Tq * Tk] expanded to [B, Tq, Tk]: one source dim holds both
-// the query and the key axis, which fa.attention's mask cannot be read
-// through (the expanded tensor is taken as it is only when the merged dims
-// are whole batch dims: masks.mlir @flat_mask_expanded_over_heads).
-// CHECK-LABEL: func.func @mask_expanded_from_query_key_product
+// A mask [B, H * Tq, Tk] expanded to [B, H, Tq, Tk] and collapsed to the
+// product's [B * H, Tq, Tk]: the expand splits a source dim into part of a
+// batch dim and the query axis. Expanded tensors are taken as they are
+// read only where the view holds no batch-dim parts (masks.mlir
+// @mask_expanded_from_query_key_product): not raised.
+// CHECK-LABEL: func.func @mask_split_batch_through_expand
 // CHECK-NOT: fa.attention
-func.func @mask_expanded_from_query_key_product(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>, %mask: tensor<2x64xf32>) -> tensor<2x8x4xf32> {
+func.func @mask_split_batch_through_expand(%q: tensor<6x8x4xf32>, %k: tensor<6x8x4xf32>, %v: tensor<6x8x4xf32>, %mask: tensor<2x24x8xf32>) -> tensor<6x8x4xf32> {
   %zero = arith.constant 0.0 : f32
-  %s0 = tensor.empty() : tensor<2x8x8xf32>
-  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
-  %m3 = tensor.expand_shape %mask [[0], [1, 2]] output_shape [2, 8, 8] : tensor<2x64xf32> into tensor<2x8x8xf32>
+  %m4 = tensor.expand_shape %mask [[0], [1, 2], [3]] output_shape [2, 3, 8, 8] : tensor<2x24x8xf32> into tensor<2x3x8x8xf32>
+  %m3 = tensor.collapse_shape %m4 [[0, 1], [2], [3]] : tensor<2x3x8x8xf32> into tensor<6x8x8xf32>
+  %s0 = tensor.empty() : tensor<6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
   %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
-      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
-  %sm = linalg.add ins(%s, %m3 : tensor<2x8x8xf32>, tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
-  %p = linalg.softmax dimension(2) ins(%sm : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
-  %o0 = tensor.empty() : tensor<2x8x4xf32>
-  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+      ins(%q, %k : tensor<6x8x4xf32>, tensor<6x8x4xf32>) outs(%sz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %sm = linalg.add ins(%s, %m3 : tensor<6x8x8xf32>, tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<6x8x8xf32>) outs(%s0 : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %o0 = tensor.empty() : tensor<6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
   // expected-remark @+1 {{not raised to fa.attention: the additive mask is read through a reshape that merges or splits the query or key axis (or merges a batch dim with parts of another)}}
-  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
-  return %o : tensor<2x8x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x8x8xf32>, tensor<6x8x4xf32>) outs(%oz : tensor<6x8x4xf32>) -> tensor<6x8x4xf32>
+  return %o : tensor<6x8x4xf32>
 }
 
 // -----

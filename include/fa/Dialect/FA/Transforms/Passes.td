@@ -194,7 +194,9 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       splits it otherwise (2x3 vs 3x2, two dynamic parts) or that looking
       through leaves without a batch dim (k and v broadcast over query
       heads: GQA/MQA repeats) is passed as the product reads it (flat, the
-      broadcast materialized) and expanded to that split.
+      broadcast materialized) and expanded to that split. A mask expanded
+      from a dim that is not one batch dim's parts (a flat `[B * H, Tq,
+      Tk]` or `[B, Tq * Tk]` mask) is the expanded tensor, as it is read.
 
     The replacement has exactly the product's result type (converted,
     transposed and reshaped as needed); the chain ops that die are erased.
