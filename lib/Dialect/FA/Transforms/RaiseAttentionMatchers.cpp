@@ -1056,22 +1056,12 @@ const Expr *ChainEvaluator::evalReshape(Operation *op, const View &view) {
                         "a reshape whose result is read at index 0 along a "
                         "dim of size other than 1 next to a used dim");
     }
-  // Expand: a source dim that holds several whole batch dims of the product
-  // (a flat [B * H, Tq, Tk] mask expanded to [B, H, Tq, Tk]) has no label
-  // of its own; the expanded tensor is taken as it is read.
-  if (srcTy.getRank() < resTy.getRank())
-    for (ArrayRef<int64_t> group : groups) {
-      SmallVector<Label> labels = usedLabels(group, view);
-      if (labels.size() > 1 &&
-          llvm::all_of(labels, [](Label l) { return l.isWholeBatch(); }))
-        return leaf(res, view);
-    }
   std::optional<View> srcView = reshapeSourceView(src, res, groups, view);
   // Expand: a source dim split into dims that are not the parts of one
-  // batch dim (a flat [B, Tq * Tk] mask expanded to [B, Tq, Tk]) has no
-  // label of its own either; where the view holds no batch-dim parts (whose
-  // split other operands must match), the expanded tensor is taken as it is
-  // read, as above.
+  // batch dim (a flat [B * H, Tq, Tk] mask expanded to [B, H, Tq, Tk], or
+  // [B, Tq * Tk] to [B, Tq, Tk]) has no label of its own; where the view
+  // holds no batch-dim parts (whose split other operands must match), the
+  // expanded tensor is taken as it is read.
   if (!srcView && srcTy.getRank() < resTy.getRank() &&
       llvm::none_of(view, [](Label l) {
         return l.kind == Label::Batch && !l.isWholeBatch();
