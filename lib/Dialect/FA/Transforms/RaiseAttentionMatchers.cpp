@@ -903,17 +903,6 @@ const Expr *ChainEvaluator::evalTosa(Operation *op, const View &view) {
   return leaf(result, view);
 }
 
-/// The labels of the dims of `group` that `view` uses (not size-1
-/// broadcasts), in order.
-static SmallVector<Label> usedLabels(ArrayRef<int64_t> group,
-                                     const View &view) {
-  SmallVector<Label> labels;
-  for (int64_t r : group)
-    if (view[r].kind != Label::Unit)
-      labels.push_back(view[r]);
-  return labels;
-}
-
 std::optional<View>
 ChainEvaluator::reshapeSourceView(Value src, Value res,
                                   ArrayRef<SmallVector<int64_t, 2>> groups,
@@ -991,7 +980,12 @@ ChainEvaluator::reshapeSourceView(Value src, Value res,
   }
   // Expand: groups[s] lists the result dims of source dim s.
   for (auto [s, group] : llvm::enumerate(groups)) {
-    SmallVector<Label> labels = usedLabels(group, view);
+    // The labels of the group's dims that the view uses (not size-1
+    // broadcasts), in order.
+    SmallVector<Label> labels;
+    for (int64_t r : group)
+      if (view[r].kind != Label::Unit)
+        labels.push_back(view[r]);
     if (labels.empty())
       continue;
     if (labels.size() == 1) {
