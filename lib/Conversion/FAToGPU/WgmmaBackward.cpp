@@ -1236,9 +1236,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // step's addends to the largest and truncate), about 1e-5 relative in
     // P at D 128: far below the f16/bf16 rounding of P and dS.
     constexpr float kMinScaleInAcc = 0x1p-20f;
-    // Measured (H100, fa-run, bf16, T 2k-16k): +4-12% with 64-query tiles
+    // Measured (H100, fa-run, bf16, T 2k-16k): +3-13% with 64-query tiles
     // (D 128, with and without a causal mask); with 128-query tiles (D 64)
-    // the S^T start was 5-11% slower (twice the column values per thread),
+    // the S^T start was 4-12% slower (twice the column values per thread),
     // so those keep the reads at the use; 32-query tiles (D 128 without
     // TMA) were not timed and keep them too. Not dP^T's in the prologue's
     // tile (issued right after S^T): there ptxas waited for S^T before the
