@@ -105,32 +105,43 @@ static int64_t targetPosition(const Label &l, ArrayRef<Label> target) {
   return -1;
 }
 
-/// True when `vv` can be brought to `target` by dropping unit dims,
-/// transposing and splitting batch dims (and, with `allowMissing`,
-/// inserting unit dims for the target dims it lacks).
-static bool canCanonicalize(const ViewedValue &vv, ArrayRef<Label> target,
-                            bool allowMissing) {
+/// For each dim of `target`, whether `vv` holds it, when `vv` can be
+/// brought to `target` by dropping unit dims, transposing, splitting batch
+/// dims and inserting unit dims for the target dims it lacks; std::nullopt
+/// when it cannot (a dim that is not in `target`, or one held twice).
+static std::optional<SmallVector<bool>> coveredDims(const ViewedValue &vv,
+                                                    ArrayRef<Label> target) {
   auto ty = cast<RankedTensorType>(vv.value.getType());
   SmallVector<bool> covered(target.size(), false);
   for (auto [d, l] : llvm::enumerate(vv.view)) {
     if (l.kind == Label::Unit) {
       if (ty.getDimSize(d) != 1)
-        return false;
+        return std::nullopt;
       continue;
     }
     int64_t t = targetPosition(l, target);
     if (t < 0)
-      return false;
+      return std::nullopt;
     int64_t n = 1;
     if (l.isWholeBatch() && target[t].numParts > 1)
       n = target[t].numParts;
     for (int64_t i = t; i < t + n; ++i) {
       if (covered[i])
-        return false;
+        return std::nullopt;
       covered[i] = true;
     }
   }
-  return allowMissing || llvm::all_of(covered, [](bool c) { return c; });
+  return covered;
+}
+
+/// True when `vv` can be brought to `target` by dropping unit dims,
+/// transposing and splitting batch dims (and, with `allowMissing`,
+/// inserting unit dims for the target dims it lacks).
+static bool canCanonicalize(const ViewedValue &vv, ArrayRef<Label> target,
+                            bool allowMissing) {
+  std::optional<SmallVector<bool>> covered = coveredDims(vv, target);
+  return covered &&
+         (allowMissing || llvm::all_of(*covered, [](bool c) { return c; }));
 }
 
 /// The size of part `p` of batch dim `b`.
@@ -264,6 +275,48 @@ static Value toCanonical(OpBuilder &b, Location loc, const AttentionMatch &m,
       sizes);
 }
 
+/// A parallel linalg.generic from `v` to a tensor of `sizes` and element
+/// type `elt`: each element is `body` of the element of `v` at the same
+/// index, or at index 0 along the dims that `read` marks false (unit dims
+/// of `v`, broadcast).
+static Value
+broadcastElements(OpBuilder &b, Location loc, Value v, ArrayRef<bool> read,
+                  ArrayRef<OpFoldResult> sizes, Type elt,
+                  function_ref<Value(OpBuilder &, Location, Value)> body) {
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
+  SmallVector<AffineExpr> in;
+  for (int64_t d = 0; d < rank; ++d)
+    in.push_back(read[d] ? b.getAffineDimExpr(d) : b.getAffineConstantExpr(0));
+  AffineMap inMap = AffineMap::get(rank, 0, in, b.getContext());
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{v}, ValueRange{init},
+             ArrayRef<AffineMap>{inMap, id}, iters,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, body(nb, nl, args[0]));
+             })
+      .getResult(0);
+}
+
+/// The canonical `v` ([batch..., T, D] with a unit dim for each batch dim
+/// that `present` marks missing) broadcast along those dims to `sizes`
+/// (`v` itself when none is missing).
+static Value broadcastBatch(OpBuilder &b, Location loc, Value v,
+                            ArrayRef<bool> present,
+                            ArrayRef<OpFoldResult> sizes) {
+  if (llvm::all_of(present, [](bool p) { return p; }))
+    return v;
+  SmallVector<OpFoldResult> full = tensor::getMixedSizes(b, loc, v);
+  for (auto [d, p] : llvm::enumerate(present))
+    if (!p)
+      full[d] = sizes[d];
+  return broadcastElements(b, loc, v, present, full,
+                           getElementTypeOrSelf(v.getType()),
+                           [](OpBuilder &, Location, Value x) { return x; });
+}
+
 /// An elementwise generic that converts `v` to element type `elt`, then
 /// multiplies it by `factor` (when not 1).
 static Value convertElements(OpBuilder &b, Location loc, Value v, Type elt,
@@ -312,34 +365,24 @@ static Value finishMask(OpBuilder &b, Location loc, Value mask,
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, mask);
   sizes[rank - 2] = tq;
   sizes[rank - 1] = tk;
-  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
-  SmallVector<AffineExpr> in;
-  for (int64_t d = 0; d < rank; ++d)
-    in.push_back(((d == rank - 2 && !hasQ) || (d == rank - 1 && !hasK))
-                     ? b.getAffineConstantExpr(0)
-                     : b.getAffineDimExpr(d));
-  AffineMap inMap = AffineMap::get(rank, 0, in, b.getContext());
-  AffineMap id = b.getMultiDimIdentityMap(rank);
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, init.getType(), ValueRange{mask}, ValueRange{init},
-             ArrayRef<AffineMap>{inMap, id}, iters,
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value x = args[0];
-               if (x.getType() != elt)
-                 x = arith::ExtFOp::create(nb, nl, elt, x);
-               if (factor != 1.0)
-                 x = arith::MulFOp::create(
-                     nb, nl, x,
-                     arith::ConstantOp::create(nb, nl, elt,
-                                               nb.getFloatAttr(elt, factor)));
-               if (negate)
-                 x = arith::XOrIOp::create(
-                     nb, nl, x,
-                     arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
-               linalg::YieldOp::create(nb, nl, x);
-             })
-      .getResult(0);
+  SmallVector<bool> read(rank, true);
+  read[rank - 2] = hasQ;
+  read[rank - 1] = hasK;
+  return broadcastElements(
+      b, loc, mask, read, sizes, elt, [&](OpBuilder &nb, Location nl, Value x) {
+        if (x.getType() != elt)
+          x = arith::ExtFOp::create(nb, nl, elt, x);
+        if (factor != 1.0)
+          x = arith::MulFOp::create(
+              nb, nl, x,
+              arith::ConstantOp::create(nb, nl, elt,
+                                        nb.getFloatAttr(elt, factor)));
+        if (negate)
+          x = arith::XOrIOp::create(
+              nb, nl, x,
+              arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
+        return x;
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -482,7 +525,20 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     AffineMap vMap = pIsLhs ? pv.rhsMap : pv.lhsMap;
     SmallVector<std::optional<Label>> loops(pv.numLoops);
     loops[pv.kDim] = Label::of(Label::Key);
-    int64_t numQ = 0, numV = 0, numBatch = 0;
+    // The output dims that P holds and V does not: the query axis and,
+    // where V is broadcast along them (MQA's k and v without a head dim,
+    // read with a broadcast map), batch dims. The last of them is the
+    // query axis, as in the [batch..., T, D] layouts frontends give the
+    // products. Either pick computes the same rows (each is one softmax
+    // over the keys); a causal mask on the other dim is then not matched
+    // and the chain stays.
+    int64_t queryResult = -1;
+    for (unsigned r = 0; r < pv.outMap.getNumResults(); ++r) {
+      unsigned d = pv.outMap.getDimPosition(r);
+      if (pMap.isFunctionOfDim(d) && !vMap.isFunctionOfDim(d))
+        queryResult = r;
+    }
+    int64_t numQ = queryResult >= 0 ? 1 : 0, numV = 0, numBatch = 0;
     bool ok = true;
     View oView;
     for (unsigned r = 0; r < pv.outMap.getNumResults(); ++r) {
@@ -490,8 +546,10 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
       bool inP = pMap.isFunctionOfDim(d), inV = vMap.isFunctionOfDim(d);
       if (inP && inV)
         loops[d] = Label::batchDim(numBatch++);
-      else if (inP && numQ++ == 0)
-        loops[d] = Label::of(Label::Query);
+      else if (inP)
+        loops[d] = static_cast<int64_t>(r) == queryResult
+                       ? Label::of(Label::Query)
+                       : Label::batchDim(numBatch++);
       else if (inV && numV++ == 0)
         loops[d] = Label::of(Label::ValueHead);
       else
@@ -622,22 +680,47 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
   // An operand that looking through leaves without a batch dim was
   // broadcast along it (k and v repeated over the query heads of a group,
   // as GQA/MQA models write it): fa.attention takes it as the product
-  // reads it, the broadcast materialized as in the original.
+  // reads it, the broadcast materialized as in the original. An operand
+  // that the product itself reads without a batch dim (a broadcast map,
+  // as elementwise fusion folds a linalg.broadcast into the product) is
+  // broadcast by the rewrite (broadcastBatch); it must hold its own two
+  // axes, and every batch dim must be held by q, k or v (the rewrite takes
+  // its size from them).
+  SmallVector<bool> heldBatch(batch.size(), false);
   auto covering = [&](ViewedValue &x, double &factor,
                       const ViewedValue &operand, Label::Kind a,
                       Label::Kind b) {
-    if (canCanonicalize(x, with(a, b), false))
-      return true;
-    x = operand;
-    factor = 1.0;
-    return canCanonicalize(x, with(a, b), false);
+    auto full = [&](const ViewedValue &y) {
+      return canCanonicalize(y, with(a, b), false);
+    };
+    auto partial = [&](const ViewedValue &y) {
+      std::optional<SmallVector<bool>> covered = coveredDims(y, with(a, b));
+      return covered && covered->back() && (*covered)[batch.size()];
+    };
+    if (!full(x)) {
+      if (full(operand) || !partial(x)) {
+        x = operand;
+        factor = 1.0;
+      }
+      if (!full(x) && !partial(x))
+        return false;
+    }
+    SmallVector<bool> covered = *coveredDims(x, with(a, b));
+    for (size_t t = 0; t < batch.size(); ++t)
+      heldBatch[t] = heldBatch[t] || covered[t];
+    return true;
   };
   double unusedFactor = 1.0;
   if (!covering(m.q, qFactor, qOperand, Label::Query, Label::Head) ||
       !covering(m.k, kFactor, kOperand, Label::Key, Label::Head) ||
       !covering(m.v, unusedFactor, vOperand, Label::Key, Label::ValueHead)) {
-    why = "q, k or v do not cover the batch dims of the output (a "
-          "broadcast operand)";
+    why = "q, k or v has a dim that is not a batch dim or one of its own "
+          "two axes, or lacks one of those axes";
+    return std::nullopt;
+  }
+  if (!llvm::all_of(heldBatch, [](bool h) { return h; })) {
+    why = "a batch dim of the output is held by none of q, k and v (the "
+          "scores are broadcast along it)";
     return std::nullopt;
   }
   m.scale = scores->alpha * qFactor * kFactor;
@@ -804,9 +887,30 @@ static AttentionOp buildAttention(RewriterBase &rewriter, AttentionMatch &m) {
     t.push_back(Label::of(y));
     return t;
   };
-  Value q = toCanonical(b, loc, m, m.q, with(Label::Query, Label::Head));
-  Value k = toCanonical(b, loc, m, m.k, with(Label::Key, Label::Head));
-  Value v = toCanonical(b, loc, m, m.v, with(Label::Key, Label::ValueHead));
+  SmallVector<bool> qHas, kHas, vHas;
+  Value q = toCanonical(b, loc, m, m.q, with(Label::Query, Label::Head), &qHas);
+  Value k = toCanonical(b, loc, m, m.k, with(Label::Key, Label::Head), &kHas);
+  Value v =
+      toCanonical(b, loc, m, m.v, with(Label::Key, Label::ValueHead), &vHas);
+  // Operands read with a broadcast map: each missing batch dim takes its
+  // size from an operand that holds it (matching checked there is one).
+  if (!llvm::all_of(qHas, [](bool h) { return h; }) ||
+      !llvm::all_of(kHas, [](bool h) { return h; }) ||
+      !llvm::all_of(vHas, [](bool h) { return h; })) {
+    SmallVector<OpFoldResult> sizes;
+    for (size_t t = 0; t < batch.size(); ++t) {
+      Value from = qHas[t] ? q : kHas[t] ? k : v;
+      sizes.push_back(tensor::getMixedSize(b, loc, from, t));
+    }
+    auto finish = [&](Value x, ArrayRef<bool> has) {
+      SmallVector<OpFoldResult> full(sizes);
+      full.append(2, b.getIndexAttr(1)); // its own axes: present
+      return broadcastBatch(b, loc, x, has, full);
+    };
+    q = finish(q, qHas);
+    k = finish(k, kHas);
+    v = finish(v, vHas);
+  }
   Type qElt = getElementTypeOrSelf(q.getType());
   if (qElt != getElementTypeOrSelf(k.getType()) ||
       qElt != getElementTypeOrSelf(v.getType())) {

@@ -277,3 +277,55 @@ func.func @h04_mask_dynamic_whole_static_split(%q: tensor<3x2x5x4xf32>, %k: tens
   %o = linalg.batch_matmul ins(%p, %vc : tensor<6x5x7xf32>, tensor<6x7x3xf32>) outs(%oz : tensor<6x5x3xf32>) -> tensor<6x5x3xf32>
   return %o : tensor<6x5x3xf32>
 }
+
+// -----
+
+// MQA with dynamic shapes: k and v [?, ?, D] read by broadcast maps over
+// q's dynamic head dim. The broadcast takes the head count from q
+// (tensor.dim of q's dim 1).
+
+// EQUIV-SHAPES: @mqa_broadcast_map_dynamic(2x3x9x4, 2x11x4, 2x11x4) -> (2x3x9x4)
+// CHECK-LABEL: func.func @mqa_broadcast_map_dynamic
+// CHECK-SAME: (%[[Q:.+]]: tensor<?x?x?x4xf32>, %[[K:.+]]: tensor<?x?x4xf32>, %[[V:.+]]: tensor<?x?x4xf32>)
+// CHECK-DAG: %[[H:.+]] = tensor.dim %[[Q]], %{{.+}} : tensor<?x?x?x4xf32>
+// CHECK-DAG: %[[KE:.+]] = tensor.empty(%{{.+}}, %[[H]], %{{.+}}) : tensor<?x?x?x4xf32>
+// CHECK-DAG: %[[KB:.+]] = linalg.generic {{.*}} outs(%[[KE]] : tensor<?x?x?x4xf32>)
+// CHECK: fa.attention %[[Q]], %[[KB]], %{{.+}} scale(5.000000e-01) : tensor<?x?x?x4xf32>, tensor<?x?x?x4xf32>, tensor<?x?x?x4xf32> -> tensor<?x?x?x4xf32>
+// CHECK-NOT: linalg.softmax
+func.func @mqa_broadcast_map_dynamic(%q: tensor<?x?x?x4xf32>, %k: tensor<?x?x4xf32>, %v: tensor<?x?x4xf32>) -> tensor<?x?x?x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x?x?x4xf32>
+  %h = tensor.dim %q, %c1 : tensor<?x?x?x4xf32>
+  %tq = tensor.dim %q, %c2 : tensor<?x?x?x4xf32>
+  %tk = tensor.dim %k, %c1 : tensor<?x?x4xf32>
+  %s0 = tensor.empty(%b, %h, %tq, %tk) : tensor<?x?x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, i, j, d) -> (b, h, i, d)>, affine_map<(b, h, i, j, d) -> (b, j, d)>, affine_map<(b, h, i, j, d) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<?x?x?x4xf32>, tensor<?x?x4xf32>) outs(%sz : tensor<?x?x?x?xf32>) {
+  ^bb0(%a: f32, %x: f32, %acc: f32):
+    %m = arith.mulf %a, %x : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?x?x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<?x?x?x?xf32>) outs(%s0 : tensor<?x?x?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?x?x?xf32>
+  %p = linalg.softmax dimension(3) ins(%sc : tensor<?x?x?x?xf32>) outs(%s0 : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %o0 = tensor.empty(%b, %h, %tq) : tensor<?x?x?x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<?x?x?x4xf32>) -> tensor<?x?x?x4xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, h, i, e, j) -> (b, h, i, j)>, affine_map<(b, h, i, e, j) -> (b, j, e)>, affine_map<(b, h, i, e, j) -> (b, h, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<?x?x?x?xf32>, tensor<?x?x4xf32>) outs(%oz : tensor<?x?x?x4xf32>) {
+  ^bb0(%a: f32, %x: f32, %acc: f32):
+    %m = arith.mulf %a, %x : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?x?x4xf32>
+  return %o : tensor<?x?x?x4xf32>
+}

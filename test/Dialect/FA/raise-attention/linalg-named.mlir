@@ -233,6 +233,121 @@ func.func @gqa_broadcast_kv(%q: tensor<2x6x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v
 
 // -----
 
+// MQA as a fused product reads it: k and v hold no head dim, the products'
+// indexing maps broadcast them over the query heads (elementwise fusion
+// folds a linalg.broadcast into the product this way). The rewrite
+// materializes the broadcast (its sizes from q) and passes the result.
+
+// CHECK-DAG: #[[BMAP:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+// CHECK-LABEL: func.func @mqa_kv_broadcast_map
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x6x8x4xf32>, %[[K:.+]]: tensor<2x8x4xf32>, %[[V:.+]]: tensor<2x8x4xf32>)
+// CHECK-DAG: %[[KE:.+]] = tensor.expand_shape %[[K]] {{\[\[}}0], [1, 2], [3]] output_shape [2, 1, 8, 4]
+// CHECK-DAG: %[[VE:.+]] = tensor.expand_shape %[[V]] {{\[\[}}0], [1, 2], [3]] output_shape [2, 1, 8, 4]
+// CHECK-DAG: %[[KB:.+]] = linalg.generic {indexing_maps = [#[[BMAP]], {{.+}}]{{.*}} ins(%[[KE]] : tensor<2x1x8x4xf32>) outs(%{{.+}} : tensor<2x6x8x4xf32>)
+// CHECK-DAG: %[[VB:.+]] = linalg.generic {indexing_maps = [#[[BMAP]], {{.+}}]{{.*}} ins(%[[VE]] : tensor<2x1x8x4xf32>) outs(%{{.+}} : tensor<2x6x8x4xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[KB]], %[[VB]] scale(5.000000e-01) : tensor<2x6x8x4xf32>, tensor<2x6x8x4xf32>, tensor<2x6x8x4xf32> -> tensor<2x6x8x4xf32>
+// CHECK-NOT: linalg.softmax
+// CHECK: return %[[O]]
+func.func @mqa_kv_broadcast_map(%q: tensor<2x6x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x6x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %s0 = tensor.empty() : tensor<2x6x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x6x8x8xf32>) -> tensor<2x6x8x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, i, j, d) -> (b, h, i, d)>, affine_map<(b, h, i, j, d) -> (b, j, d)>, affine_map<(b, h, i, j, d) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x6x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x6x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8x8xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(b,h,i,j)->(b,h,i,j)>, affine_map<(b,h,i,j)->(b,h,i,j)>], iterator_types = ["parallel","parallel","parallel","parallel"]} ins(%s : tensor<2x6x8x8xf32>) outs(%s0 : tensor<2x6x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8x8xf32>
+  %p = linalg.softmax dimension(3) ins(%sc : tensor<2x6x8x8xf32>) outs(%s0 : tensor<2x6x8x8xf32>) -> tensor<2x6x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x6x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x6x8x4xf32>) -> tensor<2x6x8x4xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, h, i, e, j) -> (b, h, i, j)>, affine_map<(b, h, i, e, j) -> (b, j, e)>, affine_map<(b, h, i, e, j) -> (b, h, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x6x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x6x8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8x4xf32>
+  return %o : tensor<2x6x8x4xf32>
+}
+
+// -----
+
+// GQA with the groups as their own dim: q [B, Hkv, G, T, D], k and v
+// [B, Hkv, T, D] read without the group dim by the products' maps. k and
+// v are broadcast over the groups (the group count from q); o keeps q's
+// layout.
+
+// CHECK-DAG: #[[GMAP:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d3, d4)>
+// CHECK-LABEL: func.func @gqa_group_broadcast_map
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x3x2x8x4xf32>, %[[K:.+]]: tensor<2x3x8x4xf32>, %[[V:.+]]: tensor<2x3x8x4xf32>)
+// CHECK-DAG: %[[KB:.+]] = linalg.generic {indexing_maps = [#[[GMAP]], {{.+}}]{{.*}} outs(%{{.+}} : tensor<2x3x2x8x4xf32>)
+// CHECK-DAG: %[[VB:.+]] = linalg.generic {indexing_maps = [#[[GMAP]], {{.+}}]{{.*}} outs(%{{.+}} : tensor<2x3x2x8x4xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[Q]], %[[KB]], %[[VB]] scale(1.000000e+00) : tensor<2x3x2x8x4xf32>, tensor<2x3x2x8x4xf32>, tensor<2x3x2x8x4xf32> -> tensor<2x3x2x8x4xf32>
+// CHECK: return %[[O]]
+func.func @gqa_group_broadcast_map(%q: tensor<2x3x2x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>) -> tensor<2x3x2x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x3x2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x3x2x8x8xf32>) -> tensor<2x3x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, g, i, j, d) -> (b, h, g, i, d)>, affine_map<(b, h, g, i, j, d) -> (b, h, j, d)>, affine_map<(b, h, g, i, j, d) -> (b, h, g, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x3x2x8x4xf32>, tensor<2x3x8x4xf32>) outs(%sz : tensor<2x3x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x2x8x8xf32>
+  %p = linalg.softmax dimension(4) ins(%s : tensor<2x3x2x8x8xf32>) outs(%s0 : tensor<2x3x2x8x8xf32>) -> tensor<2x3x2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x3x2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x3x2x8x4xf32>) -> tensor<2x3x2x8x4xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, h, g, i, e, j) -> (b, h, g, i, j)>, affine_map<(b, h, g, i, e, j) -> (b, h, j, e)>, affine_map<(b, h, g, i, e, j) -> (b, h, g, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x3x2x8x8xf32>, tensor<2x3x8x4xf32>) outs(%oz : tensor<2x3x2x8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x2x8x4xf32>
+  return %o : tensor<2x3x2x8x4xf32>
+}
+
+// -----
+
+// One query set shared by the batch (q [Tq, D] read by a broadcast map,
+// k and v [B, Tk, D]): q is broadcast over the batch, the batch size from
+// k.
+
+// CHECK-LABEL: func.func @shared_q_broadcast_map
+// CHECK-SAME: (%[[Q:.+]]: tensor<5x4xf32>, %[[K:.+]]: tensor<2x8x4xf32>, %[[V:.+]]: tensor<2x8x4xf32>)
+// CHECK: %[[QE:.+]] = tensor.expand_shape %[[Q]] {{\[\[}}0, 1], [2]] output_shape [1, 5, 4]
+// CHECK: %[[QB:.+]] = linalg.generic {{.*}} ins(%[[QE]] : tensor<1x5x4xf32>) outs(%{{.+}} : tensor<2x5x4xf32>)
+// CHECK: %[[O:.+]] = fa.attention %[[QB]], %[[K]], %[[V]] scale(1.000000e+00) : tensor<2x5x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x5x4xf32>
+// CHECK: return %[[O]]
+func.func @shared_q_broadcast_map(%q: tensor<5x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x5x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x5x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, i, j, d) -> (i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<5x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x5x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x5x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<2x5x8xf32>) outs(%s0 : tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %o0 = tensor.empty() : tensor<2x5x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x5x4xf32>) -> tensor<2x5x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x5x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x5x4xf32>) -> tensor<2x5x4xf32>
+  return %o : tensor<2x5x4xf32>
+}
+
+// -----
+
 // q and k split their batch dim 6 as 2x3 and 3x2 before the collapse. The
 // products pair flat batch index n of both collapsed tensors; k is taken
 // as the product reads it (flat) and expanded with q's split, which pairs

@@ -713,3 +713,53 @@ func.func @mask_expanded_from_query_key_product(%q: tensor<2x8x4xf32>, %k: tenso
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// MQA with a causal select: k and v without a head dim, read by the
+// products' broadcast maps, so q's head and query dims are both dims that
+// P holds and v does not. The last (i) is the query axis: the select on
+// linalg.index 2 (i) and 3 (j) is the top-left causal mask, and k and v are
+// broadcast over the heads.
+
+// CHECK-LABEL: func.func @causal_mqa_broadcast_map
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x3x9x8xf32>, %[[K:.+]]: tensor<2x9x8xf32>, %[[V:.+]]: tensor<2x9x8xf32>)
+// CHECK-DAG: %[[KB:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2x3x9x8xf32>)
+// CHECK-DAG: %[[VB:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2x3x9x8xf32>)
+// CHECK: fa.attention %[[Q]], %[[KB]], %[[VB]] scale(2.500000e-01) causal(top_left) : tensor<2x3x9x8xf32>, tensor<2x3x9x8xf32>, tensor<2x3x9x8xf32> -> tensor<2x3x9x8xf32>
+// CHECK-NOT: linalg.softmax
+func.func @causal_mqa_broadcast_map(%q: tensor<2x3x9x8xf32>, %k: tensor<2x9x8xf32>, %v: tensor<2x9x8xf32>) -> tensor<2x3x9x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.25 : f32
+  %s0 = tensor.empty() : tensor<2x3x9x9xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x3x9x9xf32>) -> tensor<2x3x9x9xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, i, j, d) -> (b, h, i, d)>, affine_map<(b, h, i, j, d) -> (b, j, d)>, affine_map<(b, h, i, j, d) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x3x9x8xf32>, tensor<2x9x8xf32>) outs(%sz : tensor<2x3x9x9xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x9x9xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x3x9x9xf32>) outs(%s0 : tensor<2x3x9x9xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %future = arith.cmpi ugt, %j, %i : index
+    %x = arith.mulf %a, %scale : f32
+    %r = arith.select %future, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x9x9xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x3x9x9xf32>) outs(%s0 : tensor<2x3x9x9xf32>) -> tensor<2x3x9x9xf32>
+  %o0 = tensor.empty() : tensor<2x3x9x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x3x9x8xf32>) -> tensor<2x3x9x8xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, h, i, e, j) -> (b, h, i, j)>, affine_map<(b, h, i, e, j) -> (b, j, e)>, affine_map<(b, h, i, e, j) -> (b, h, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x3x9x9xf32>, tensor<2x9x8xf32>) outs(%oz : tensor<2x3x9x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x9x8xf32>
+  return %o : tensor<2x3x9x8xf32>
+}

@@ -194,7 +194,12 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       splits it otherwise (2x3 vs 3x2, two dynamic parts) or that looking
       through leaves without a batch dim (k and v broadcast over query
       heads: GQA/MQA repeats) is passed as the product reads it (flat, the
-      broadcast materialized) and expanded to that split. A mask expanded
+      broadcast materialized) and expanded to that split. An operand that
+      the product reads without a batch dim (k and v broadcast over the
+      query heads by the products' indexing maps, as elementwise fusion
+      leaves MQA/GQA) is broadcast by the rewrite, its size taken from an
+      operand that holds the dim (none: not raised); of the dims that P
+      holds and v does not, the last is the query axis. A mask expanded
       from a dim that is not one batch dim's parts (a flat `[B * H, Tq,
       Tk]` or `[B, Tq * Tk]` mask) is the expanded tensor, as it is read.
 
