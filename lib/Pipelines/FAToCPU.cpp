@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineErrors.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 
@@ -94,6 +95,8 @@ struct CheckLoweredToLLVM
 
 void mlir::fa::buildFAToCPUPipeline(OpPassManager &pm,
                                     const FAToCPUPipelineOptions &options) {
+  if (!checkModuleAnchor(pm, "fa-to-cpu"))
+    return;
   pm.addPass(std::make_unique<CheckTopLevelFunctions>());
   FATileAttentionOptions tiling;
   tiling.blockM = options.blockM;

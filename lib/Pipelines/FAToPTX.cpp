@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineErrors.h"
 #include "fa/Conversion/FAToGPU/FAToGPU.h"
 #include "fa/Pipelines/Pipelines.h"
 
@@ -53,21 +54,38 @@ static std::string resolveCudaPath(StringRef option,
 }
 
 namespace {
-/// Fails with `message` at the module: how the pipeline reports an option it
-/// cannot take, before any upstream pass sees it.
-struct RejectOptionPass
-    : PassWrapper<RejectOptionPass, OperationPass<ModuleOp>> {
+/// Fails with `message` at the operation it runs on: how a pipeline reports
+/// an option it cannot take, before any upstream pass sees it.
+struct RejectOptionPass : PassWrapper<RejectOptionPass, OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RejectOptionPass)
   explicit RejectOptionPass(std::string message)
       : message(std::move(message)) {}
   StringRef getArgument() const override { return "fa-reject-option"; }
   void runOnOperation() override {
-    mlir::emitError(getOperation().getLoc()) << message;
+    mlir::emitError(getOperation()->getLoc()) << message;
     signalPassFailure();
   }
   std::string message;
 };
 } // namespace
+
+std::unique_ptr<Pass> mlir::fa::createRejectPipelinePass(std::string message) {
+  return std::make_unique<RejectOptionPass>(std::move(message));
+}
+
+bool mlir::fa::checkModuleAnchor(OpPassManager &pm, StringRef pipeline) {
+  // An op-agnostic pass manager (a C++ PassManager's default) takes the
+  // module passes; they are checked against the op it runs on.
+  if (pm.getOpAnchorName() == ModuleOp::getOperationName() ||
+      pm.getOpAnchorName() == OpPassManager::getAnyOpAnchorName())
+    return true;
+  pm.addPass(createRejectPipelinePass(
+      (pipeline + " runs on the top-level builtin.module, not nested in '" +
+       pm.getOpAnchorName() + "' (write it as builtin.module(" + pipeline +
+       ") or pass --" + pipeline + ")")
+          .str()));
+  return false;
+}
 
 /// The chips fa-to-ptx compiles for with PTX 8.0 (CUDA 12+): Volta to
 /// Hopper. sm_90a enables the Hopper-only instructions.
@@ -123,13 +141,24 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       message += " " + f.str();
     return message;
   }
-  // wgmma asked for by name on a chip without it: an error, not a silent
-  // mma.sync kernel (the default, wgmma=true, applies to sm_90a only).
-  if (options.wgmma.getNumOccurrences() > 0 && options.wgmma &&
-      chip != "sm_90a")
+  auto given = [](const auto &option) {
+    return option.getNumOccurrences() > 0;
+  };
+  // Tensor cores or wgmma asked for by name where they cannot apply: an
+  // error, not a silent scalar or mma.sync kernel (the defaults,
+  // tensor-cores=true and wgmma=true, apply where they can).
+  if (given(options.tensorCores) && options.tensorCores &&
+      !isTensorCoreChip(chip))
+    return "fa-to-ptx: tensor-cores=true needs chip sm_80 or later "
+           "(mma.sync with f16/bf16 operands), got chip=" +
+           chip;
+  if (given(options.wgmma) && options.wgmma && chip != "sm_90a")
     return "fa-to-ptx: wgmma=true needs chip=sm_90a (wgmma exists only on "
            "the architecture-specific Hopper target), got chip=" +
            chip;
+  if (given(options.wgmma) && options.wgmma && !options.tensorCores)
+    return "fa-to-ptx: wgmma=true needs tensor-cores=true (the wgmma "
+           "kernels are tensor-core kernels), got tensor-cores=false";
   // Options that only the wgmma kernels (needTma: their TMA forms) take,
   // given with a chip or option that rules those out: what rules them out,
   // as " with tensor-cores=false" etc. after the chip, or "" when they
@@ -145,9 +174,6 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
     if (needTma && !options.tma)
       return got + " with tma=false";
     return std::nullopt;
-  };
-  auto given = [](const auto &option) {
-    return option.getNumOccurrences() > 0;
   };
   // Likewise TMA, which only the wgmma kernels use.
   if (given(options.tma) && options.tma)
@@ -264,8 +290,10 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
 
 void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
                                     const FAToPTXPipelineOptions &options) {
+  if (!checkModuleAnchor(pm, "fa-to-ptx"))
+    return;
   if (std::string error = checkPTXOptions(options); !error.empty()) {
-    pm.addPass(std::make_unique<RejectOptionPass>(std::move(error)));
+    pm.addPass(createRejectPipelinePass(std::move(error)));
     return;
   }
   ConvertFAToGPUOptions kernel;

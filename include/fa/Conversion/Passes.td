@@ -286,8 +286,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Key/value rows per shared-memory tile (block_n); for the "
            "backward the keys per dk/dv block (scalar and mma.sync) or per "
-           "dq tile (wgmma); 0: the default of the kernel and head dim (see "
-           "above)">,
+           "dq tile (wgmma); 1 to 1024, or 0: the default of the kernel "
+           "and head dim (see above); each kernel narrows it further "
+           "(an op error says how)">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
            "fa.attention with f16/bf16 operands and head dims that are "
            "multiples of 16 up to 256: the mma.sync m16n8k16 tensor-core "

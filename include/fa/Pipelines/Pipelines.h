@@ -63,14 +63,15 @@ struct FAToPTXPipelineOptions
   PassOptions::Option<int64_t> blockN{
       *this, "block-n",
       llvm::cl::desc("Key/value rows per shared-memory tile "
-                     "(convert-fa-to-gpu); 0: the default of the kernel and "
-                     "head dim"),
+                     "(convert-fa-to-gpu); 1 to 1024, or 0: the default of "
+                     "the kernel and head dim"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> tensorCores{
       *this, "tensor-cores",
       llvm::cl::desc("On sm_80 and later, the mma.sync tensor-core kernels "
                      "for f16/bf16 attention (convert-fa-to-gpu); false: the "
-                     "scalar kernels everywhere"),
+                     "scalar kernels everywhere; given as true with a chip "
+                     "before sm_80: an error"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> wgmma{
       *this, "wgmma",
@@ -78,7 +79,7 @@ struct FAToPTXPipelineOptions
                      "backward kernels for f16/bf16 attention with head "
                      "dims (D and Dv) 32, 64 or 128 (convert-fa-to-gpu); "
                      "false: the mma.sync kernels; given as true with "
-                     "another chip: an error"),
+                     "another chip or with tensor-cores=false: an error"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> numWarps{
       *this, "num-warps",

@@ -381,9 +381,11 @@ getKernelShape(AttentionOp op, const AttentionKernelOptions &options) {
     return op.emitOpError("expected block-m in [1, 1024], or 0 for the "
                           "default of the head dim, got ")
            << options.blockM;
-  if (options.blockN < 0)
-    return op.emitOpError("expected a positive block-n, or 0 for the default "
-                          "of the head dim, got ")
+  // Bounded like the backward's (and far above any kernel's workgroup
+  // memory), so that no tile size computation overflows.
+  if (options.blockN < 0 || options.blockN > 1024)
+    return op.emitOpError("expected block-n in [1, 1024], or 0 for the "
+                          "default of the head dim, got ")
            << options.blockN;
   if (options.numWarps < 0 || options.numWarps > 16)
     return op.emitOpError("expected num-warps in [1, 16], or 0 for the "

@@ -8,6 +8,11 @@
 // RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="block-n=2048" 2>&1 | FileCheck %s --check-prefix=BLOCKN
 // BLOCKN: error: 'fa.attention_backward' op expected block-n in [1, 1024], or 0 for the default, got 2048
 
+// The forward bounds block-n too: a huge one once overflowed the tensor-core
+// kernel's workgroup-memory size (and hung or crashed building its copies).
+// RUN: not fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=true block-n=1152921504606846976" 2>&1 | FileCheck %s --check-prefix=HUGEN
+// HUGEN: error: 'fa.attention' op expected block-n in [1, 1024], or 0 for the default of the head dim, got 1152921504606846976
+
 func.func @mask_rejected(%q: tensor<2x128x64xf16>, %k: tensor<2x128x64xf16>,
                          %v: tensor<2x128x64xf16>, %m: tensor<2x128x128xi1>)
     -> tensor<2x128x64xf16> {

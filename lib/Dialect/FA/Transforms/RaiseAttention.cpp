@@ -728,6 +728,28 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     why = "the scale is not finite and positive";
     return std::nullopt;
   }
+  // fa.attention scales the scores in f32 (its verifier's rule): scalings
+  // whose product leaves f32's range (two 1e30 factors) are not folded.
+  if (float f = static_cast<float>(m.scale); !std::isfinite(f) || f == 0.0f) {
+    why = "the scale " + llvm::formatv("{0:e}", m.scale).str() +
+          " (the product of the scalings) is not representable in f32, "
+          "where fa.attention scales the scores";
+    return std::nullopt;
+  }
+  // A head dim of 0 (scores all 0, or rows of no values) is no
+  // fa.attention (its verifier's rule).
+  auto staticSize = [](const ViewedValue &x, Label::Kind kind) {
+    auto ty = cast<RankedTensorType>(x.value.getType());
+    for (auto [d, l] : llvm::enumerate(x.view))
+      if (l.kind == kind)
+        return ty.getDimSize(d);
+    return ShapedType::kDynamic;
+  };
+  if (staticSize(m.q, Label::Head) == 0 ||
+      staticSize(m.v, Label::ValueHead) == 0) {
+    why = "a head dim is 0 (q and k, or v, have rows of no elements)";
+    return std::nullopt;
+  }
   for (const ViewedValue *x : {&m.q, &m.k, &m.v}) {
     Type elt = getElementTypeOrSelf(x->value.getType());
     if (!isSupportedFloat(elt)) {
@@ -835,6 +857,19 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
       m.causal = CausalKind::top_left;
     } else if (!ShapedType::isDynamic(tq) && !ShapedType::isDynamic(tk) &&
                *offset == tk - tq) {
+      // With Tq > Tk the first Tq - Tk rows see no key. fa.attention gives
+      // them 0; the original gives them the mean of v where the hidden
+      // scores are a finite value (all equal), NaN where they are -inf.
+      if (tq > tk && std::isfinite(hiddenFill)) {
+        why = "the causal mask hides every key of the first " +
+              std::to_string(tq - tk) +
+              " query rows (Tq > Tk, bottom-right aligned) with a finite "
+              "value (" +
+              llvm::formatv("{0:e}", hiddenFill).str() +
+              "): the original gives those rows the mean of v, "
+              "fa.attention gives them 0";
+        return std::nullopt;
+      }
       m.causal = CausalKind::bottom_right;
     } else {
       why = "the causal mask keeps keys j <= i + " + std::to_string(*offset) +

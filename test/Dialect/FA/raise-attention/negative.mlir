@@ -1372,3 +1372,125 @@ func.func @tosa_probabilities_through_floor(%q: tensor<2x3x8x4xf32>, %k: tensor<
   %o4 = tosa.reshape %o, %s4o : (tensor<6x8x4xf32>, !tosa.shape<4>) -> tensor<2x3x8x4xf32>
   return %o4 : tensor<2x3x8x4xf32>
 }
+
+// -----
+
+// A head dim of 0 (q and k [B, T, 0]: every score 0): fa.attention's
+// verifier rejects it, so the chain stays.
+
+// CHECK-LABEL: func.func @head_dim_zero
+// CHECK-NOT: fa.attention
+func.func @head_dim_zero(%q: tensor<2x8x0xf32>, %k: tensor<2x8x0xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x0xf32>, tensor<2x8x0xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s2 = linalg.copy ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s2 : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: a head dim is 0 (q and k, or v, have rows of no elements)}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
+
+// -----
+
+// A value head dim of 0 (v [B, T, 0]): untouched, as above.
+
+// CHECK-LABEL: func.func @head_dim_v_zero
+// CHECK-NOT: fa.attention
+func.func @head_dim_v_zero(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x0xf32>) -> tensor<2x8x0xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s2 = linalg.copy ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s2 : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x0xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x0xf32>) -> tensor<2x8x0xf32>
+  // expected-remark @+1 {{not raised to fa.attention: a head dim is 0 (q and k, or v, have rows of no elements)}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x0xf32>) outs(%oz : tensor<2x8x0xf32>) -> tensor<2x8x0xf32>
+  return %o : tensor<2x8x0xf32>
+}
+
+// -----
+
+// Two scalings by 1e30: their product 1e60 is outside f32, where
+// fa.attention scales the scores (its verifier's rule): untouched.
+
+// CHECK-LABEL: func.func @scale_outside_f32
+// CHECK-NOT: fa.attention
+func.func @scale_outside_f32(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x8x8xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%sz : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %big = arith.constant 1.0e30 : f32
+  %s1 = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %big : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %s2 = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s1 : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %big : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %p = linalg.softmax dimension(2) ins(%s2 : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o0 = tensor.empty() : tensor<2x8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scale 1.000000e+60 (the product of the scalings) is not representable in f32, where fa.attention scales the scores}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
+
+// -----
+
+// Bottom-right causal with Tq = 8 > Tk = 5 and the lowest finite fill:
+// rows 0-2 see no key. The original gives them the mean of v (every score
+// of the row equal), fa.attention 0: untouched.
+
+// CHECK-LABEL: func.func @bottom_right_rows_without_keys_finite_fill
+// CHECK-NOT: fa.attention
+#qk_q = affine_map<(b, i, j, d) -> (b, i, d)>
+#qk_k = affine_map<(b, i, j, d) -> (b, j, d)>
+#qk_s = affine_map<(b, i, j, d) -> (b, i, j)>
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+func.func @bottom_right_rows_without_keys_finite_fill(%q: tensor<3x8x8xf32>, %k: tensor<3x5x8xf32>, %v: tensor<3x5x8xf32>) -> tensor<3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %scale = arith.constant 0.125 : f32
+  %cm3 = arith.constant -3 : i64
+  %s0 = tensor.empty() : tensor<3x8x5xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<3x8x5xf32>) -> tensor<3x8x5xf32>
+  %s = linalg.batch_matmul indexing_maps = [#qk_q, #qk_k, #qk_s]
+      ins(%q, %k : tensor<3x8x8xf32>, tensor<3x5x8xf32>) outs(%sz : tensor<3x8x5xf32>) -> tensor<3x8x5xf32>
+  %sc = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<3x8x5xf32>) outs(%s0 : tensor<3x8x5xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %lim = arith.addi %i64, %cm3 : i64
+    %keep = arith.cmpi sge, %lim, %j64 : i64
+    %r = arith.select %keep, %a, %lowest : f32
+    linalg.yield %r : f32
+  } -> tensor<3x8x5xf32>
+  %sm = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%sc : tensor<3x8x5xf32>) outs(%s0 : tensor<3x8x5xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<3x8x5xf32>
+  %p = linalg.softmax dimension(2) ins(%sm : tensor<3x8x5xf32>) outs(%s0 : tensor<3x8x5xf32>) -> tensor<3x8x5xf32>
+  %o0 = tensor.empty() : tensor<3x8x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<3x8x8xf32>) -> tensor<3x8x8xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the causal mask hides every key of the first 3 query rows (Tq > Tk, bottom-right aligned) with a finite value (-4.253529e+37): the original gives those rows the mean of v, fa.attention gives them 0}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<3x8x5xf32>, tensor<3x5x8xf32>) outs(%oz : tensor<3x8x8xf32>) -> tensor<3x8x8xf32>
+  return %o : tensor<3x8x8xf32>
+}
