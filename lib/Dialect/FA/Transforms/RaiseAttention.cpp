@@ -507,11 +507,14 @@ static Operation *opHidingSoftmax(const Expr *e) {
   return nullptr;
 }
 
-/// Matches the chain ending at the P V product `pv`. Sets `candidate` when
-/// the product consumes an exp or softmax result (a near miss is worth a
+/// Matches the chain ending at the P V product `pv`, taking as the query
+/// axis choice `pick` of the output dims that P holds and V does not (see
+/// below; `numPicks` is set to their count). Sets `candidate` when the
+/// product consumes an exp or softmax result (a near miss is worth a
 /// remark), and `why` on failure.
 static std::optional<AttentionMatch>
-matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
+matchAttentionPick(const Contraction &pv, int64_t pick, int64_t &numPicks,
+                   bool &candidate, std::string &why) {
   candidate = false;
   AttentionMatch m;
   m.pv = pv;
@@ -527,17 +530,32 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     loops[pv.kDim] = Label::of(Label::Key);
     // The output dims that P holds and V does not: the query axis and,
     // where V is broadcast along them (MQA's k and v without a head dim,
-    // read with a broadcast map), batch dims. The last of them is the
-    // query axis, as in the [batch..., T, D] layouts frontends give the
-    // products. Either pick computes the same rows (each is one softmax
-    // over the keys); a causal mask on the other dim is then not matched
-    // and the chain stays.
-    int64_t queryResult = -1;
+    // read with a broadcast map), batch dims. In order of preference, the
+    // query axis is the one right before the key axis in P's layout (the
+    // scores' [..., Tq, Tk], whatever layout the output is written in),
+    // then the others, last first; matchAttention tries them in turn, so
+    // that a pick that k holds (not q k^T) or that a causal select does
+    // not compare with the keys gives way to the next.
+    SmallVector<int64_t> pOnly, picks;
     for (unsigned r = 0; r < pv.outMap.getNumResults(); ++r) {
       unsigned d = pv.outMap.getDimPosition(r);
       if (pMap.isFunctionOfDim(d) && !vMap.isFunctionOfDim(d))
-        queryResult = r;
+        pOnly.push_back(r);
     }
+    for (unsigned t = 0; t + 1 < pMap.getNumResults(); ++t) {
+      auto before = dyn_cast<AffineDimExpr>(pMap.getResult(t));
+      auto key = dyn_cast<AffineDimExpr>(pMap.getResult(t + 1));
+      if (!before || !key || key.getPosition() != pv.kDim)
+        continue;
+      for (int64_t r : pOnly)
+        if (pv.outMap.getDimPosition(r) == before.getPosition())
+          picks.push_back(r);
+    }
+    for (int64_t r : llvm::reverse(pOnly))
+      if (!llvm::is_contained(picks, r))
+        picks.push_back(r);
+    int64_t queryResult =
+        picks.empty() ? -1 : picks[std::min<int64_t>(pick, picks.size() - 1)];
     int64_t numQ = queryResult >= 0 ? 1 : 0, numV = 0, numBatch = 0;
     bool ok = true;
     View oView;
@@ -573,6 +591,7 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
     }
     ev = std::move(candidateEv);
     p = candidateP;
+    numPicks = picks.size();
     m.oView = oView;
     m.numBatch = numBatch;
     vValue = pIsLhs ? pv.rhs : pv.lhs;
@@ -895,6 +914,22 @@ matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
            << "); fa.attention takes dense tensors";
         return std::nullopt;
       }
+  return m;
+}
+
+/// Matches the chain ending at the P V product `pv` (matchAttentionPick),
+/// trying each choice of the query axis in turn; on failure `candidate` and
+/// `why` are those of the first choice.
+static std::optional<AttentionMatch>
+matchAttention(const Contraction &pv, bool &candidate, std::string &why) {
+  int64_t numPicks = 1;
+  auto m = matchAttentionPick(pv, 0, numPicks, candidate, why);
+  for (int64_t pick = 1; !m && pick < numPicks; ++pick) {
+    bool otherCandidate = false;
+    std::string otherWhy;
+    int64_t unused = 0;
+    m = matchAttentionPick(pv, pick, unused, otherCandidate, otherWhy);
+  }
   return m;
 }
 

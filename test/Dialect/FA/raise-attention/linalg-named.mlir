@@ -348,6 +348,82 @@ func.func @shared_q_broadcast_map(%q: tensor<5x4xf32>, %k: tensor<2x8x4xf32>, %v
 
 // -----
 
+// MQA with the output written [B, T, H, Dv] (the attention's transpose(1, 2)
+// fused into the P V product's output map): of the dims that P holds and v
+// does not (h and i), the query axis is the one right before the key axis
+// in P's layout (i, Tq = 5), not the last of the output (h). k and v are
+// broadcast over the heads, and o is transposed to the product's layout.
+
+// CHECK-LABEL: func.func @mqa_output_bthd
+// CHECK: %[[O:.+]] = fa.attention %arg0, %{{.+}}, %{{.+}} scale(5.000000e-01) : tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x3xf32> -> tensor<2x3x5x3xf32>
+// CHECK: %[[T:.+]] = linalg.transpose ins(%[[O]] : tensor<2x3x5x3xf32>) outs(%{{.+}} : tensor<2x5x3x3xf32>) permutation = [0, 2, 1, 3]
+// CHECK: return %[[T]]
+func.func @mqa_output_bthd(%q: tensor<2x3x5x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>) -> tensor<2x5x3x3xf32> {
+  %t1 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t2 = arith.constant 0.0 : f32
+  %t3 = linalg.fill ins(%t2 : f32) outs(%t1 : tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %t4 = linalg.generic {indexing_maps = [affine_map<(b, h, i, j, d) -> (b, h, i, d)>, affine_map<(b, h, i, j, d) -> (b, j, d)>, affine_map<(b, h, i, j, d) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x5x4xf32>, tensor<2x7x4xf32>) outs(%t3 : tensor<2x3x5x7xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x5x7xf32>
+  %t5 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t6 = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t4 : tensor<2x3x5x7xf32>) outs(%t5 : tensor<2x3x5x7xf32>) {
+  ^bb0(%in0: f32, %out: f32):
+    %c = arith.constant 0.5 : f32
+    %r = arith.mulf %in0, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x5x7xf32>
+  %t7 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t8 = linalg.softmax dimension(3) ins(%t6 : tensor<2x3x5x7xf32>) outs(%t7 : tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %t9 = tensor.empty() : tensor<2x5x3x3xf32>
+  %t10 = arith.constant 0.0 : f32
+  %t11 = linalg.fill ins(%t10 : f32) outs(%t9 : tensor<2x5x3x3xf32>) -> tensor<2x5x3x3xf32>
+  %t12 = linalg.generic {indexing_maps = [affine_map<(b, i, h, e, j) -> (b, h, i, j)>, affine_map<(b, i, h, e, j) -> (b, j, e)>, affine_map<(b, i, h, e, j) -> (b, i, h, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%t8, %v : tensor<2x3x5x7xf32>, tensor<2x7x3xf32>) outs(%t11 : tensor<2x5x3x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x5x3x3xf32>
+  return %t12 : tensor<2x5x3x3xf32>
+}
+
+// -----
+
+// The scores laid out [B, T, H, Tk], v broadcast over the heads, k holding
+// them: h sits right before the key axis in P's layout, but k holds it, so
+// it is not the query axis (the first product would not be q k^T); the next
+// choice, i, is.
+
+// CHECK-LABEL: func.func @v_broadcast_scores_bthk
+// CHECK: fa.attention %arg0, %arg1, %{{.+}} scale(1.000000e+00) : tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x3xf32> -> tensor<2x3x5x3xf32>
+func.func @v_broadcast_scores_bthk(%q: tensor<2x3x5x4xf32>, %k: tensor<2x3x7x4xf32>, %v: tensor<2x7x3xf32>) -> tensor<2x5x3x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<2x5x3x7xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x5x3x7xf32>) -> tensor<2x5x3x7xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, i, j, d) -> (b, h, i, d)>, affine_map<(b, h, i, j, d) -> (b, h, j, d)>, affine_map<(b, h, i, j, d) -> (b, i, h, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>) outs(%sz : tensor<2x5x3x7xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x5x3x7xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<2x5x3x7xf32>) outs(%s0 : tensor<2x5x3x7xf32>) -> tensor<2x5x3x7xf32>
+  %o0 = tensor.empty() : tensor<2x5x3x3xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x5x3x3xf32>) -> tensor<2x5x3x3xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, i, h, e, j) -> (b, i, h, j)>, affine_map<(b, i, h, e, j) -> (b, j, e)>, affine_map<(b, i, h, e, j) -> (b, i, h, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x5x3x7xf32>, tensor<2x7x3xf32>) outs(%oz : tensor<2x5x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x5x3x3xf32>
+  return %o : tensor<2x5x3x3xf32>
+}
+
+// -----
+
 // q and k split their batch dim 6 as 2x3 and 3x2 before the collapse. The
 // products pair flat batch index n of both collapsed tensors; k is taken
 // as the product reads it (flat) and expanded with q's split, which pairs

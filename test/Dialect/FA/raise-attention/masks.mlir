@@ -763,3 +763,54 @@ func.func @causal_mqa_broadcast_map(%q: tensor<2x3x9x8xf32>, %k: tensor<2x9x8xf3
   } -> tensor<2x3x9x8xf32>
   return %o : tensor<2x3x9x8xf32>
 }
+
+// -----
+
+// Causal MQA with the output written [B, T, H, Dv]: the query axis (the one
+// before the key axis in P's layout) is the one the causal select compares
+// with the keys.
+
+// CHECK-LABEL: func.func @causal_mqa_output_bthd
+// CHECK: fa.attention %arg0, %{{.+}}, %{{.+}} scale(5.000000e-01) causal(top_left) : tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x3xf32> -> tensor<2x3x5x3xf32>
+func.func @causal_mqa_output_bthd(%q: tensor<2x3x5x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>) -> tensor<2x5x3x3xf32> {
+  %t1 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t2 = arith.constant 0.0 : f32
+  %t3 = linalg.fill ins(%t2 : f32) outs(%t1 : tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %t4 = linalg.generic {indexing_maps = [affine_map<(b, h, i, j, d) -> (b, h, i, d)>, affine_map<(b, h, i, j, d) -> (b, j, d)>, affine_map<(b, h, i, j, d) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x5x4xf32>, tensor<2x7x4xf32>) outs(%t3 : tensor<2x3x5x7xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x5x7xf32>
+  %t5 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t6 = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t4 : tensor<2x3x5x7xf32>) outs(%t5 : tensor<2x3x5x7xf32>) {
+  ^bb0(%in0: f32, %out: f32):
+    %c = arith.constant 0.5 : f32
+    %r = arith.mulf %in0, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x5x7xf32>
+  %t7 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t8 = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t6 : tensor<2x3x5x7xf32>) outs(%t7 : tensor<2x3x5x7xf32>) {
+  ^bb0(%in0: f32, %out: f32):
+    %ii = linalg.index 2 : index
+    %jj = linalg.index 3 : index
+    %zz = arith.constant 0 : index
+    %iio = arith.addi %ii, %zz : index
+    %keep = arith.cmpi sle, %jj, %iio : index
+    %ninf = arith.constant 0xFF800000 : f32
+    %r = arith.select %keep, %in0, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x5x7xf32>
+  %t9 = tensor.empty() : tensor<2x3x5x7xf32>
+  %t10 = linalg.softmax dimension(3) ins(%t8 : tensor<2x3x5x7xf32>) outs(%t9 : tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %t11 = tensor.empty() : tensor<2x5x3x3xf32>
+  %t12 = arith.constant 0.0 : f32
+  %t13 = linalg.fill ins(%t12 : f32) outs(%t11 : tensor<2x5x3x3xf32>) -> tensor<2x5x3x3xf32>
+  %t14 = linalg.generic {indexing_maps = [affine_map<(b, i, h, e, j) -> (b, h, i, j)>, affine_map<(b, i, h, e, j) -> (b, j, e)>, affine_map<(b, i, h, e, j) -> (b, i, h, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%t10, %v : tensor<2x3x5x7xf32>, tensor<2x7x3xf32>) outs(%t13 : tensor<2x5x3x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x5x3x3xf32>
+  return %t14 : tensor<2x5x3x3xf32>
+}

@@ -199,7 +199,9 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       query heads by the products' indexing maps, as elementwise fusion
       leaves MQA/GQA) is broadcast by the rewrite, its size taken from an
       operand that holds the dim (none: not raised); of the dims that P
-      holds and v does not, the last is the query axis. A mask expanded
+      holds and v does not, the query axis is the one right before the key
+      axis in P's layout, else the next (last first) with which the chain
+      matches. A mask expanded
       from a dim that is not one batch dim's parts (a flat `[B * H, Tq,
       Tk]` or `[B, Tq * Tk]` mask) is the expanded tensor, as it is read.
 
