@@ -1066,7 +1066,10 @@ static AttentionOp buildAttention(RewriterBase &rewriter, AttentionMatch &m) {
 
   // A frontend that collapsed the batch dims around the product expands
   // them right after it: a reshape of our collapse back to fa.attention's
-  // shape is the identity (both are row-major), so its users take o.
+  // shape is the identity (both are row-major), so its users take o. Equal
+  // types mean equal sizes here: a split into more than one dynamic part
+  // is never recorded (the evaluator's splitError), so each group has at
+  // most one dynamic size, which the group's product fixes.
   if (auto collapse = o.getDefiningOp<tensor::CollapseShapeOp>()) {
     for (Operation *user : llvm::make_early_inc_range(o.getUsers())) {
       if (!isa<tensor::ExpandShapeOp, tosa::ReshapeOp>(user) ||
