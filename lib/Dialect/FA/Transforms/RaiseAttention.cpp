@@ -709,24 +709,24 @@ matchAttentionPick(const Contraction &pv, int64_t pick, int64_t &numPicks,
   auto covering = [&](ViewedValue &x, double &factor,
                       const ViewedValue &operand, Label::Kind a,
                       Label::Kind b) {
-    auto full = [&](const ViewedValue &y) {
-      return canCanonicalize(y, with(a, b), false);
-    };
-    auto partial = [&](const ViewedValue &y) {
+    // The target dims `y` holds, where it holds its own two axes.
+    auto holdsAxes =
+        [&](const ViewedValue &y) -> std::optional<SmallVector<bool>> {
       std::optional<SmallVector<bool>> covered = coveredDims(y, with(a, b));
-      return covered && covered->back() && (*covered)[batch.size()];
+      if (!covered || !covered->back() || !(*covered)[batch.size()])
+        return std::nullopt;
+      return covered;
     };
-    if (!full(x)) {
-      if (full(operand) || !partial(x)) {
-        x = operand;
-        factor = 1.0;
-      }
-      if (!full(x) && !partial(x))
-        return false;
+    if (!canCanonicalize(x, with(a, b), false) &&
+        (canCanonicalize(operand, with(a, b), false) || !holdsAxes(x))) {
+      x = operand;
+      factor = 1.0;
     }
-    SmallVector<bool> covered = *coveredDims(x, with(a, b));
+    std::optional<SmallVector<bool>> covered = holdsAxes(x);
+    if (!covered)
+      return false;
     for (size_t t = 0; t < batch.size(); ++t)
-      heldBatch[t] = heldBatch[t] || covered[t];
+      heldBatch[t] = heldBatch[t] || (*covered)[t];
     return true;
   };
   double unusedFactor = 1.0;
