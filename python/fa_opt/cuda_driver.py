@@ -208,6 +208,31 @@ class Function:
                                             self.shared_bytes),
                       f"cuFuncSetAttribute({name}, max dynamic shared)")
 
+    def resident_blocks(self, threads: int) -> int:
+        """The blocks of this kernel (``threads`` threads, its dynamic
+        workgroup memory) that its device holds at once: multiprocessors x
+        blocks per multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessor),
+        cached; the value of a persistent kernel's ``resident_blocks`` grid
+        term. Raises FaCudaError when the driver fails or no block fits."""
+        cached = getattr(self, "_resident", None)
+        if cached is not None and cached[0] == threads:
+            return cached[1]
+        cu = driver()
+        with _Current(self.ctx):
+            per_sm = check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                self.function, threads, self.shared_bytes),
+                f"cuOccupancyMaxActiveBlocksPerMultiprocessor({self.name})")
+            dev = check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
+            attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+            sms = check(cu.cuDeviceGetAttribute(attr, dev),
+                        "cuDeviceGetAttribute(multiprocessor count)")
+        if int(per_sm) < 1 or int(sms) < 1:
+            raise FaCudaError(
+                f"kernel {self.name} ({threads} threads, {self.shared_bytes} "
+                f"bytes of workgroup memory) fits no multiprocessor")
+        self._resident = (threads, int(per_sm) * int(sms))
+        return self._resident[1]
+
     def prepare(self, grid: Tuple[int, int, int],
                 block: Tuple[int, int, int], params: Sequence[int],
                 tensor_maps: Sequence["TensorMapArgs"] = ()

@@ -91,11 +91,20 @@ class Manifest:
             (self.batch, batch), (self.seqlen_q, seqlen_q),
             (self.seqlen_k, seqlen_k)))
 
-    def grid_for(self, batch: int, seqlen_q: int, seqlen_k: int):
-        """The launch grid, from the manifest's ``grid`` expressions."""
+    def grid_for(self, batch: int, seqlen_q: int, seqlen_k: int,
+                 resident_blocks: Optional[int] = None):
+        """The launch grid, from the manifest's ``grid`` expressions;
+        ``resident_blocks`` (the kernel's blocks its device holds at once)
+        is the value of that term, needed when :meth:`uses_resident_blocks`
+        (ManifestError without it)."""
         if self._grid_fn is None:
             self._grid_fn = compile_grid(self.grid, self)
-        return self._grid_fn(batch, seqlen_q, seqlen_k)
+        return self._grid_fn(batch, seqlen_q, seqlen_k, resident_blocks)
+
+    def uses_resident_blocks(self) -> bool:
+        """Whether a grid expression names ``resident_blocks`` (a persistent
+        kernel: its launcher queries the occupancy)."""
+        return any("resident_blocks" in g for g in self.grid)
 
     def config(self) -> AttentionConfig:
         """The attention config this kernel implements (scale as printed in
@@ -715,11 +724,14 @@ def read_any_manifest(path: str):
 
 # --- grid expressions -------------------------------------------------------
 #
-# A grid entry is an integer, a size name (batch, seqlen_q, seqlen_k, or a
-# manifest integer such as block_m) or ceil_div(a,b) of two such terms.
+# A grid entry is an integer, a size name (batch, seqlen_q, seqlen_k, a
+# manifest integer such as block_m, or resident_blocks: the kernel's blocks
+# its device holds at once) or f(a,b) of two grid entries, f one of
+# ceil_div, min and mul: the C++ reader's grammar (runtime/lib/Manifest.cpp).
 
 _TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
-_SIZES = ("batch", "seqlen_q", "seqlen_k")
+_SIZES = ("batch", "seqlen_q", "seqlen_k", "resident_blocks")
+_FUNCTIONS = ("ceil_div", "min", "mul")
 
 
 # The manifest's own values a grid expression may name (besides the sizes
@@ -734,8 +746,16 @@ def _parse_expr(text: str, manifest) -> Callable:
     def peek():
         return tokens[pos] if pos < len(tokens) else (None, None, None)
 
-    def term(nested=False):
+    def expect(punct, what):
         nonlocal pos
+        if peek()[2] != punct:
+            raise ManifestError(f"grid '{text}': expected '{punct}' {what}")
+        pos += 1
+
+    def term(depth=0):
+        nonlocal pos
+        if depth > 16:
+            raise ManifestError(f"grid '{text}': nested too deeply")
         number, name, punct = peek()
         pos += 1
         if number is not None:
@@ -745,21 +765,23 @@ def _parse_expr(text: str, manifest) -> Callable:
                 raise ManifestError(f"grid '{text}': '{number}' is not an "
                                     f"integer of at most 18 digits")
             return lambda s: value
-        if name == "ceil_div" and nested:
-            raise ManifestError(f"grid '{text}': ceil_div takes an integer or "
-                                f"a size name, not another ceil_div")
-        if name == "ceil_div":
-            if peek()[2] != "(":
-                raise ManifestError(f"grid '{text}': expected '(' after ceil_div")
-            pos += 1
-            a = term(nested=True)
-            if peek()[2] != ",":
-                raise ManifestError(f"grid '{text}': expected ',' in ceil_div")
-            pos += 1
-            b = term(nested=True)
-            if peek()[2] != ")":
-                raise ManifestError(f"grid '{text}': expected ')' in ceil_div")
-            pos += 1
+        if name in _FUNCTIONS:
+            expect("(", f"after {name}")
+            a = term(depth + 1)
+            expect(",", f"in {name}")
+            b = term(depth + 1)
+            expect(")", f"after the arguments of {name}")
+            if name == "min":
+                return lambda s: min(a(s), b(s))
+            if name == "mul":
+                def mul(s):
+                    value = a(s) * b(s)
+                    if value > 2**62:
+                        raise ManifestError(f"{manifest.path}: grid "
+                                            f"expression '{text}': product "
+                                            f"over 2^62")
+                    return value
+                return mul
 
             def ceil_div(s):
                 den = b(s)
@@ -770,13 +792,21 @@ def _parse_expr(text: str, manifest) -> Callable:
             return ceil_div
         if name in _SIZES:
             index = _SIZES.index(name)
-            return lambda s: s[index]
+
+            def size(s):
+                if s[index] is None:
+                    raise ManifestError(
+                        f"{manifest.path}: grid expression '{text}' names "
+                        f"{name}, which the launcher did not give")
+                return s[index]
+            return size
         if name is not None and name not in _GRID_NAMES:
             raise ManifestError(f"grid '{text}': unknown name '{name}' "
                                 f"(expected an integer, a size name (batch, "
                                 f"seqlen_q, seqlen_k, block_m, block_n, "
-                                f"threads, head_dim, head_dim_v) or "
-                                f"ceil_div(a,b))")
+                                f"threads, head_dim, head_dim_v, "
+                                f"resident_blocks) or ceil_div(a,b), "
+                                f"min(a,b) or mul(a,b) of such)")
         if name is not None:
             value = getattr(manifest, name, None)
             if value is None:
@@ -795,6 +825,9 @@ def _parse_expr(text: str, manifest) -> Callable:
 
 
 def compile_grid(grid, manifest) -> Callable:
+    """The grid of ``manifest`` as a function of (batch, seqlen_q, seqlen_k,
+    resident_blocks=None); raises ManifestError on a malformed expression
+    (and, when called, on a division by zero or a missing resident_blocks)."""
     fns = [_parse_expr(g, manifest) for g in grid]
-    return lambda batch, seqlen_q, seqlen_k: tuple(
-        f((batch, seqlen_q, seqlen_k)) for f in fns)
+    return lambda batch, seqlen_q, seqlen_k, resident_blocks=None: tuple(
+        f((batch, seqlen_q, seqlen_k, resident_blocks)) for f in fns)

@@ -153,7 +153,10 @@ def _prepare(kernels: KernelSet, manifest: Manifest, device: int,
     step = batch_chunk(manifest, tensors)
     for start in range(0, batch, step):
         chunk = min(step, batch - start)
-        grid = manifest.grid_for(chunk, seqlen_q, seqlen_k)
+        grid = manifest.grid_for(
+            chunk, seqlen_q, seqlen_k,
+            fn.resident_blocks(manifest.threads)
+            if manifest.uses_resident_blocks() else None)
         if 0 in grid:
             continue
         params: List[int] = []

@@ -62,12 +62,14 @@ def test_unknown_keys_are_kept_not_fatal():
     (lambda t: t.replace("batch 1\n", "batch\n"), "expected 3 grid expressions"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,nope)"), "unknown name 'nope'"),
     # Grid names as the C++ reader takes them: sizes and the block shape,
-    # not other manifest keys; ceil_div of two atoms.
+    # not other manifest keys; ceil_div, min and mul of two terms.
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "version"), "unknown name 'version'"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(seqlen_q,shared_bytes)"), "unknown name 'shared_bytes'"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "has_lse"), "unknown name 'has_lse'"),
-    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "ceil_div(ceil_div(seqlen_q,2),block_m)"),
-     "ceil_div takes an integer or a size name, not another ceil_div"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "max(seqlen_q,block_m)"), "unknown name 'max'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "min(seqlen_q)"), "expected ','"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "mul(seqlen_q,2"), "expected '\\)'"),
+    (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "min(seqlen_q,2)x"), "unexpected trailing text"),
     (lambda t: t.replace("ceil_div(seqlen_q,block_m)", "1234567890123456789"),
      "'1234567890123456789' is not an integer of at most 18 digits"),
     (lambda t: t.replace("params q k v o lse", "params q k v o"),
@@ -87,6 +89,27 @@ def test_unknown_keys_are_kept_not_fatal():
 def test_malformed(edit, match):
     with pytest.raises(ManifestError, match=match):
         parse_manifest(edit(DOC_EXAMPLE), "x.manifest")
+
+
+def test_grid_nested_and_persistent():
+    """Nested ceil_div/min/mul, and the persistent forward's grid, whose
+    resident_blocks the launcher gives (an error without it)."""
+    m = parse_manifest(DOC_EXAMPLE.replace(
+        "grid ceil_div(seqlen_q,block_m) batch 1",
+        "grid ceil_div(mul(seqlen_q,2),min(block_m,48)) min(batch,4) mul(2,3)"),
+        "x.manifest")
+    assert not m.uses_resident_blocks()
+    assert m.grid_for(16, 100, 5) == (5, 4, 6)
+    m = parse_manifest(DOC_EXAMPLE.replace(
+        "grid ceil_div(seqlen_q,block_m) batch 1",
+        "grid min(mul(ceil_div(seqlen_q,block_m),batch),resident_blocks) 1 1"),
+        "x.manifest")
+    assert m.uses_resident_blocks()
+    assert m.grid_for(16, 1000, 5, 132) == (132, 1, 1)
+    assert m.grid_for(2, 300, 5, 132) == (2 * -(-300 // m.block_m), 1, 1)
+    with pytest.raises(ManifestError, match="names resident_blocks, which "
+                       "the launcher did not give"):
+        m.grid_for(2, 300, 5)
 
 
 def test_grid_dividing_by_zero_is_a_manifest_error():

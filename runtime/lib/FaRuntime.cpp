@@ -11,6 +11,7 @@
 #include "fa/Runtime/Manifest.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -24,6 +25,9 @@ struct faRtKernel_st {
   CUcontext context = nullptr;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  /// resident_blocks of a persistent kernel's grid, once queried (0: not
+  /// yet).
+  std::atomic<int64_t> residentBlocks{0};
 };
 
 static thread_local std::string lastError;
@@ -350,6 +354,30 @@ static faRtStatus launchPrepared(std::vector<PreparedLaunch> &launches,
   return FA_RT_SUCCESS;
 }
 
+/// The blocks of `function` (`threads` threads, `sharedBytes` of dynamic
+/// workgroup memory) that `device` holds at once: the value of a
+/// persistent kernel's `resident_blocks` grid term.
+static faRtStatus residentBlocks(CUfunction function, CUdevice device,
+                                 unsigned threads, unsigned sharedBytes,
+                                 const std::string &kernelName,
+                                 int64_t &blocks) {
+  int perMultiprocessor = 0, multiprocessors = 0;
+  FA_RT_CUDA_CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                   &perMultiprocessor, function, static_cast<int>(threads),
+                   sharedBytes);
+  FA_RT_CUDA_CHECK(cuDeviceGetAttribute, &multiprocessors,
+                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  if (perMultiprocessor < 1 || multiprocessors < 1)
+    return fa::rt::reportError(FA_RT_ERROR_CUDA,
+                               "kernel '" + kernelName + "' (" +
+                                   std::to_string(threads) + " threads, " +
+                                   std::to_string(sharedBytes) +
+                                   " bytes of workgroup memory) fits no "
+                                   "multiprocessor of the device");
+  blocks = int64_t(perMultiprocessor) * multiprocessors;
+  return FA_RT_SUCCESS;
+}
+
 /// Whether `grid` launches no block.
 static bool emptyGrid(const std::array<uint32_t, 3> &grid) {
   return grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
@@ -400,6 +428,15 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
   if (current != kernel->context)
     FA_RT_CUDA_CHECK(cuCtxSetCurrent, kernel->context);
 
+  // A persistent kernel's grid holds min(tiles, resident blocks) blocks.
+  int64_t resident = kernel->residentBlocks.load(std::memory_order_relaxed);
+  if (resident == 0 && fa::rt::gridUsesResidentBlocks(m)) {
+    if (faRtStatus status = residentBlocks(
+            kernel->function, kernel->device, static_cast<unsigned>(m.threads),
+            static_cast<unsigned>(m.sharedBytes), m.kernel, resident))
+      return status;
+    kernel->residentBlocks.store(resident, std::memory_order_relaxed);
+  }
   std::vector<PreparedLaunch> launches;
   const uint64_t esize = fa::rt::dtypeSize(m.dtype),
                  oSize = fa::rt::dtypeSize(m.oDtype);
@@ -410,7 +447,8 @@ faRtStatus faRtKernelLaunch(faRtKernel kernel, uint64_t q, uint64_t k,
     launch.function = kernel->function;
     launch.threads = static_cast<unsigned>(m.threads);
     launch.sharedBytes = static_cast<unsigned>(m.sharedBytes);
-    if (faRtStatus status = fa::rt::computeGrid(m, chunk, launch.grid))
+    if (faRtStatus status =
+            fa::rt::computeGrid(m, chunk, launch.grid, resident))
       return status;
     if (emptyGrid(launch.grid))
       return FA_RT_SUCCESS; // Nothing to compute.
@@ -623,8 +661,15 @@ faRtStatus faRtBackwardLaunch(faRtBackward backward,
       launch.function = backward->functions[i];
       launch.threads = static_cast<unsigned>(m.kernels[i].threads);
       launch.sharedBytes = static_cast<unsigned>(m.kernels[i].sharedBytes);
+      const fa::rt::Manifest view = m.kernelView(i);
+      int64_t resident = 0;
+      if (fa::rt::gridUsesResidentBlocks(view))
+        if (faRtStatus status = residentBlocks(
+                launch.function, backward->device, launch.threads,
+                launch.sharedBytes, view.kernel, resident))
+          return status;
       if (faRtStatus status =
-              fa::rt::computeGrid(m.kernelView(i), chunk, launch.grid))
+              fa::rt::computeGrid(view, chunk, launch.grid, resident))
         return status;
       if (emptyGrid(launch.grid))
         continue; // Nothing for this kernel to compute.

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -42,9 +43,9 @@ const KeyRule kKeyRules[] = {
     {"row_align", false, 1},    {"index_bits", false, 1},
 };
 
-const char *const kGridNames[] = {"batch",    "seqlen_q",  "seqlen_k",
-                                  "block_m",  "block_n",   "threads",
-                                  "head_dim", "head_dim_v"};
+const char *const kGridNames[] = {"batch",    "seqlen_q",   "seqlen_k",
+                                  "block_m",  "block_n",    "threads",
+                                  "head_dim", "head_dim_v", "resident_blocks"};
 
 } // namespace
 
@@ -134,22 +135,81 @@ static bool isScratchDim(std::string_view word) {
          word == "head_dim_v" || parseCount(std::string(word), false, unused);
 }
 
-/// A grid expression is an atom or ceil_div(atom,atom); an atom is a
-/// non-negative integer or one of kGridNames.
-static bool isGridExpr(const std::string &word) {
-  if (isGridAtom(word))
+/// A grid expression is an atom (a non-negative integer or one of
+/// kGridNames) or f(a,b) of two grid expressions, f one of ceil_div, min
+/// and mul. Parses the expression at the start of `rest` and moves `rest`
+/// past it; with `atomValue` also evaluates it into `value` (ceil_div by
+/// 0 and products over 2^62 are errors, in `error`).
+static bool
+parseGridExpr(std::string_view &rest,
+              const std::function<bool(std::string_view, int64_t &)> *atomValue,
+              int64_t &value, std::string &error, int depth = 0) {
+  if (depth > 16) {
+    error = "nested too deeply";
+    return false;
+  }
+  size_t open = rest.find('(');
+  size_t end = rest.find_first_of(",)");
+  if (open != std::string_view::npos && open < end) {
+    std::string_view name = rest.substr(0, open);
+    if (name != "ceil_div" && name != "min" && name != "mul") {
+      error = "unknown function '" + std::string(name) + "'";
+      return false;
+    }
+    rest.remove_prefix(open + 1);
+    int64_t a = 0, b = 0;
+    if (!parseGridExpr(rest, atomValue, a, error, depth + 1))
+      return false;
+    if (rest.empty() || rest.front() != ',') {
+      error = "expected ',' in " + std::string(name);
+      return false;
+    }
+    rest.remove_prefix(1);
+    if (!parseGridExpr(rest, atomValue, b, error, depth + 1))
+      return false;
+    if (rest.empty() || rest.front() != ')') {
+      error = "expected ')' after the arguments of " + std::string(name);
+      return false;
+    }
+    rest.remove_prefix(1);
+    if (!atomValue)
+      return true;
+    if (name == "min") {
+      value = std::min(a, b);
+    } else if (name == "mul") {
+      if (b != 0 && a > (int64_t(1) << 62) / b) {
+        error = "product over 2^62";
+        return false;
+      }
+      value = a * b;
+    } else {
+      if (b <= 0) {
+        error = "divides by " + std::to_string(b);
+        return false;
+      }
+      value = (a + b - 1) / b;
+    }
     return true;
-  const std::string_view prefix = "ceil_div(";
-  if (word.size() < prefix.size() + 4 ||
-      word.compare(0, prefix.size(), prefix) != 0 || word.back() != ')')
+  }
+  std::string_view atom = rest.substr(0, end);
+  if (!isGridAtom(atom)) {
+    error = atom.empty() ? std::string("expected a term")
+                         : "unknown name '" + std::string(atom) + "'";
     return false;
-  std::string_view inner(word);
-  inner = inner.substr(prefix.size(), inner.size() - prefix.size() - 1);
-  size_t comma = inner.find(',');
-  if (comma == std::string_view::npos)
+  }
+  rest.remove_prefix(atom.size());
+  if (atomValue && !(*atomValue)(atom, value)) {
+    error = "'" + std::string(atom) + "' has no value here";
     return false;
-  return isGridAtom(inner.substr(0, comma)) &&
-         isGridAtom(inner.substr(comma + 1));
+  }
+  return true;
+}
+
+static bool isGridExpr(const std::string &word) {
+  std::string_view rest(word);
+  int64_t unused = 0;
+  std::string error;
+  return parseGridExpr(rest, nullptr, unused, error) && rest.empty();
 }
 
 static std::string dirName(const std::string &path) {
@@ -580,7 +640,8 @@ faRtStatus fa::rt::parseManifest(std::string_view text,
             if (!isGridExpr(values[i]))
               return invalid(values[i],
                              "an integer, a size name (batch, seqlen_q, "
-                             "block_m, ...) or ceil_div(a,b)");
+                             "block_m, resident_blocks, ...) or "
+                             "ceil_div(a,b), min(a,b) or mul(a,b) of such");
             manifest.grid[i] = values[i];
           }
         }
@@ -787,27 +848,36 @@ static int64_t gridAtomValue(std::string_view atom, const Manifest &manifest,
   return value;
 }
 
+bool fa::rt::gridUsesResidentBlocks(const Manifest &manifest) {
+  for (const std::string &expr : manifest.grid)
+    if (expr.find("resident_blocks") != std::string::npos)
+      return true;
+  return false;
+}
+
 faRtStatus fa::rt::computeGrid(const Manifest &manifest,
                                const LaunchShape &shape,
-                               std::array<uint32_t, 3> &grid) {
+                               std::array<uint32_t, 3> &grid,
+                               int64_t residentBlocks) {
   static const uint32_t kLimits[3] = {2147483647u, 65535u, 65535u};
+  const std::function<bool(std::string_view, int64_t &)> atomValue =
+      [&](std::string_view atom, int64_t &value) {
+        if (atom == "resident_blocks") {
+          value = residentBlocks;
+          return residentBlocks > 0;
+        }
+        value = gridAtomValue(atom, manifest, shape);
+        return true;
+      };
   for (int i = 0; i < 3; ++i) {
     const std::string &expr = manifest.grid[i];
-    int64_t value;
-    if (expr.rfind("ceil_div(", 0) == 0) {
-      std::string_view inner(expr);
-      inner = inner.substr(9, inner.size() - 10);
-      size_t comma = inner.find(',');
-      int64_t num = gridAtomValue(inner.substr(0, comma), manifest, shape);
-      int64_t den = gridAtomValue(inner.substr(comma + 1), manifest, shape);
-      if (den <= 0)
-        return reportError(FA_RT_ERROR_MANIFEST,
-                           manifest.path + ": grid expression '" + expr +
-                               "' divides by " + std::to_string(den));
-      value = (num + den - 1) / den;
-    } else {
-      value = gridAtomValue(expr, manifest, shape);
-    }
+    std::string_view rest(expr);
+    int64_t value = 0;
+    std::string error;
+    if (!parseGridExpr(rest, &atomValue, value, error))
+      return reportError(FA_RT_ERROR_MANIFEST, manifest.path +
+                                                   ": grid expression '" +
+                                                   expr + "': " + error);
     if (value > kLimits[i])
       return reportError(FA_RT_ERROR_SHAPE, std::string("grid dim ") +
                                                 "xyz"[i] + " = " + expr +
@@ -1234,9 +1304,10 @@ faRtStatus fa::rt::parseBackwardManifest(std::string_view text,
                                       std::to_string(values.size()));
             for (int i = 0; i < 3; ++i) {
               if (!isGridExpr(values[i]))
-                return invalid(values[i], "an integer, a size name (batch, "
-                                          "seqlen_q, block_m, ...) or "
-                                          "ceil_div(a,b)");
+                return invalid(values[i],
+                               "an integer, a size name (batch, seqlen_q, "
+                               "block_m, resident_blocks, ...) or "
+                               "ceil_div(a,b), min(a,b) or mul(a,b) of such");
               kernel.grid[i] = values[i];
             }
             return FA_RT_SUCCESS;

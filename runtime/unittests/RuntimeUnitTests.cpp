@@ -263,6 +263,14 @@ static void testManifestMalformed() {
                "'grid'");
   EXPECT_ERROR(withLine("grid", "grid ceil_div(seqlen_q,block_m) batch"),
                "expected 3 values for 'grid', got 2");
+  // Malformed grid expressions: unknown functions, missing parts, text
+  // after the expression.
+  for (const char *bad :
+       {"grid max(seqlen_q,block_m) batch 1", "grid min(seqlen_q) batch 1",
+        "grid min(seqlen_q,block_m batch 1", "grid mul(,2) batch 1",
+        "grid ceil_div(seqlen_q,block_m)x batch 1",
+        "grid min(resident,1) batch 1"})
+    EXPECT_ERROR(withLine("grid", bad), "for 'grid'");
   EXPECT_ERROR(withLine("threads", "threads 2048"),
                "expected at most 1024 threads, got 2048");
   EXPECT_ERROR("", "dir/x.manifest:1: missing required key 'version'");
@@ -373,6 +381,39 @@ static void testGrid() {
       m);
   EXPECT_EQ(fa::rt::computeGrid(m, {3, 129, 5}, grid), FA_RT_SUCCESS);
   EXPECT(grid == (std::array<uint32_t, 3>{3, 3, 2}));
+
+  // The persistent forward's grid: min(query tiles x batch, resident
+  // blocks), resident_blocks given by the launcher.
+  const char *persistent =
+      "grid min(mul(ceil_div(seqlen_q,block_m),batch),resident_blocks) 1 1";
+  EXPECT_EQ(
+      fa::rt::parseManifest(withLine("grid", persistent), "x.manifest", m),
+      FA_RT_SUCCESS);
+  EXPECT(fa::rt::gridUsesResidentBlocks(m));
+  // 16 x ceil(300 / 64) = 80 tiles, fewer than 132 resident blocks.
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 300, 5}, grid, 132), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{80, 1, 1}));
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 4096, 5}, grid, 132), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{132, 1, 1}));
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 0, 5}, grid, 132), FA_RT_SUCCESS);
+  EXPECT_EQ(grid[0], 0u);
+  // Without the launcher's count the expression has no value.
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 300, 5}, grid), FA_RT_ERROR_MANIFEST);
+  EXPECT(contains(faRtGetLastError(), "'resident_blocks' has no value here"));
+  fa::rt::parseManifest(kGoodManifest, "x.manifest", m);
+  EXPECT(!fa::rt::gridUsesResidentBlocks(m));
+  // Nested functions; a zero divisor found when evaluated.
+  fa::rt::parseManifest(
+      withLine("grid", "grid ceil_div(mul(seqlen_q,2),min(block_m,48)) "
+                       "min(batch,4) mul(2,3)"),
+      "x.manifest", m);
+  EXPECT_EQ(fa::rt::computeGrid(m, {16, 100, 5}, grid), FA_RT_SUCCESS);
+  EXPECT(grid == (std::array<uint32_t, 3>{5, 4, 6}));
+  fa::rt::parseManifest(
+      withLine("grid", "grid ceil_div(seqlen_q,seqlen_k) 1 1"), "x.manifest",
+      m);
+  EXPECT_EQ(fa::rt::computeGrid(m, {1, 100, 0}, grid), FA_RT_ERROR_MANIFEST);
+  EXPECT(contains(faRtGetLastError(), "divides by 0"));
 }
 
 static void testKernelParams() {

@@ -125,9 +125,18 @@ int64_t batchChunk(const Manifest &manifest, const LaunchShape &shape);
 faRtStatus checkChunkedLaunchShape(const Manifest &manifest,
                                    const LaunchShape &shape);
 
-/// Evaluates the manifest's grid expressions for `shape`.
+/// Evaluates the manifest's grid expressions for `shape`. `residentBlocks`
+/// is the value of `resident_blocks`: the blocks of the kernel that the
+/// device holds at once (multiprocessors x blocks per multiprocessor, from
+/// the occupancy API); 0 when unknown, and then an expression naming it is
+/// an error (FA_RT_ERROR_MANIFEST).
 faRtStatus computeGrid(const Manifest &manifest, const LaunchShape &shape,
-                       std::array<uint32_t, 3> &grid);
+                       std::array<uint32_t, 3> &grid,
+                       int64_t residentBlocks = 0);
+
+/// Whether a grid expression of `manifest` names `resident_blocks` (a
+/// persistent kernel), so that its launcher must query the occupancy.
+bool gridUsesResidentBlocks(const Manifest &manifest);
 
 /// Appends one rank-R memref descriptor as 2 + 1 + 2R 64-bit kernel
 /// arguments: allocated ptr, aligned ptr, offset, sizes, strides.
