@@ -2,7 +2,7 @@
 # Device-side A/B of kernel sets made by bench/make_bench_kernels.sh (one
 # folder per variant, all under ROOT): for each variant, config and pass, a
 # float64 check with fa-run on three ragged problems (3 x 300 x 300,
-# 2 x 77 x 1031, 1 x 1000 x 1000); then ROUNDS rounds (default 2) of
+# 2 x 77 x 1031, 1 x 1000 x 1000; or SHAPES); then ROUNDS rounds (default 2) of
 # TFLOP/s on the standard grid (bf16/f16, T in TS, B * H = 16k / T *
 # 2048 / D), the variants alternating within each (config, T, pass), so
 # that every variant sees about the same clock and power state.
@@ -13,6 +13,8 @@
 #        TS     sequence lengths (default "2048 4096 8192 16384")
 #        PARTS  "fwd bwd" (default), "fwd" or "bwd"
 #        ROUNDS timing rounds (default 2)
+#        SHAPES float64 check problems, BxTQxTK (default "3x300x300
+#               2x77x1031 1x1000x1000")
 #        NOCHECK variants whose float64 check is skipped (already checked)
 #        FA_RUN fa-run (default /tmp/fa-rt-build/bin/fa-run, built by
 #               scripts/gpu-check.sh; built here if missing)
@@ -23,7 +25,7 @@
 #   build error.
 set -uo pipefail
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[ $# -ge 2 ] || { sed -n '2,23p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,25p' "$0"; exit 2; }
 ROOT=$1; shift
 VARIANTS=("$@")
 CFGS=${CFGS:-"bf16_d64_none bf16_d64_top_left"}
@@ -56,8 +58,8 @@ for v in "${VARIANTS[@]}"; do
   case " ${NOCHECK:-} " in *" $v "*) continue ;; esac
   for cfg in $CFGS; do for p in $PARTS; do
     m=$(manifest "$v" "$cfg" "$p")
-    for shape in "3 300 300" "2 77 1031" "1 1000 1000"; do
-      read -r b tq tk <<<"$shape"
+    for shape in ${SHAPES:-3x300x300 2x77x1031 1x1000x1000}; do
+      IFS=x read -r b tq tk <<<"$shape"
       r=$("$FA_RUN" --manifest "$m" --batch "$b" --seqlen-q "$tq" --seqlen-k "$tk" \
             --repeat 1 --seed 7 2>&1 | tail -n 1)
       echo "check $v $cfg $p $b x $tq x $tk: $r"

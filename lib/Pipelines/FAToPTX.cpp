@@ -195,6 +195,16 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "tensor-cores=true, tma=true), " +
              *why;
   }
+  if (given(options.persistent) && options.persistent) {
+    if (!options.producerWarp || options.pingpong || options.tilesPerBlock == 2)
+      return "fa-to-ptx: persistent=true needs producer-warp=true, "
+             "pingpong=false and tiles-per-block other than 2";
+    if (auto why = ruledOut(/*needTma=*/true))
+      return "fa-to-ptx: persistent=true needs the TMA wgmma kernels "
+             "with the producer warpgroup (chip=sm_90a, wgmma=true, "
+             "tensor-cores=true, tma=true), " +
+             *why;
+  }
   // The backward's producer warpgroup: a known value, and true only where
   // the dq-atomics _dkdv with TMA can exist.
   std::optional<fa::BackwardProducerWarp> backwardProducer =
@@ -279,6 +289,7 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.producerWarp = kernel.tma && options.producerWarp;
   kernel.pingpong = kernel.producerWarp && options.pingpong;
   kernel.tilesPerBlock = kernel.producerWarp ? options.tilesPerBlock : 1;
+  kernel.persistent = kernel.producerWarp && options.persistent;
   kernel.backwardProducerWarp =
       kernel.tma ? options.backwardProducerWarp.getValue() : "false";
   kernel.pairKeyBlocks = options.pairKeyBlocks;

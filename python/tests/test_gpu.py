@@ -70,6 +70,29 @@ def test_forward_matches_float64(dtype, causal):
     assert (lse.double() - ref_lse).abs().max().item() < 1e-3
 
 
+@pytest.mark.parametrize("head_dim,causal", [
+    (128, "none"), (128, "top_left"), (64, "none"), (64, "top_left"),
+    (64, "bottom_right")])
+def test_more_query_tiles_than_resident_blocks(head_dim, causal):
+    """More query tiles than the device holds blocks at once (4 x 12 x 1000
+    queries: 384 tiles of 128 rows, 288 of 192), so that a persistent
+    kernel's blocks (fa-to-ptx persistent=true; tests/gpu_kernels.sh
+    DIR --option persistent=true makes such a set) take several tiles each,
+    across both Q buffers; bottom_right with Tq > Tk leaves the first tiles
+    without keys (o = 0, lse = -inf there)."""
+    tk = 600 if causal == "bottom_right" else 1000
+    q = rand(4, 12, 1000, head_dim)
+    k, v = rand(4, 12, tk, head_dim), rand(4, 12, tk, head_dim)
+    o, lse = fa_opt.attention(q, k, v, causal=causal, return_lse=True)
+    ref_o, ref_lse = reference(q, k, v, causal)
+    assert rel(o, ref_o) < TOL[torch.bfloat16]
+    seen = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), seen)
+    assert (lse.double() - ref_lse)[seen].abs().max().item() < 1e-3
+    if causal == "bottom_right":
+        assert not seen.all() and (o[~seen] == 0).all()
+
+
 def test_fully_masked_rows_give_zero_and_minus_inf():
     # bottom_right with Tq > Tk: the first Tq - Tk rows see no key.
     q, k, v = rand(1, 2, 100, 64), rand(1, 2, 40, 64), rand(1, 2, 40, 64)

@@ -363,6 +363,24 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "dynamic or over five key blocks), else 1. Other values, or 2 "
            "without producer-warp or with pingpong: an error; ignored by "
            "ops that take another kernel">,
+    Option<"persistent", "persistent", "bool", /*default=*/"false",
+           "TMA wgmma forward with `producer-warp`, without `pingpong`, "
+           "for ops whose o leaves by TMA (o in q's type, head_dim_v == "
+           "head_dim, a multiple of 64): a persistent kernel. The grid is "
+           "min(query tiles x batch, resident blocks) (manifest grid "
+           "`min(mul(ceil_div(seqlen_q,block_m),batch),resident_blocks)`, "
+           "resident_blocks from the launcher's occupancy query); block x "
+           "takes tiles x, x + nctaid.x, ... (causal: longest first), Q in "
+           "two buffers with \"full\" and \"empty\" mbarriers, the K/V "
+           "stages one ring across the block's tiles, and with one or two "
+           "consumer warpgroups every tile boundary peeled: the next "
+           "tile's S_0 is issued right after the last P V and the finished "
+           "tile's o is written while it runs (with three, as at D 64, "
+           "each tile ends alone: the peel spilled) (FlashAttention-3, Shah "
+           "et al. 2024, Section 3.1). Off by default: not yet measured "
+           "on a GPU (docs/PERFORMANCE.md). Overrides tiles-per-block for "
+           "those ops; other ops ignore it; with tiles-per-block=2, "
+           "pingpong, or without producer-warp: an error">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

@@ -90,6 +90,8 @@ struct KernelShape {
   bool producerWarp = false, pingpong = false;
   /// TMA wgmma forward with the producer: query tiles per GPU block (1, 2).
   int64_t tilesPerBlock = 1;
+  /// TMA wgmma forward: AttentionKernelOptions::persistent taken.
+  bool persistent = false;
   int64_t numWarps = 0, mTilesPerWarp = 0;
   /// Threads per block (the producer warpgroup included).
   int64_t threads() const {
@@ -122,6 +124,7 @@ getTensorCoreForwardShape(const KernelShape &ks) {
                                           /*producerWarp=*/ks.producerWarp,
                                           /*pingpong=*/ks.pingpong};
   shape.tilesPerBlock = ks.tilesPerBlock;
+  shape.persistent = ks.persistent;
   return shape;
 }
 
@@ -272,6 +275,12 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.numWarps = warps;
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
+  // persistent: only where o leaves by TMA (its Q buffer stages o) and
+  // tiles-per-block is not 2 (the pass rejects both given).
+  const bool persistentKernel =
+      options.persistent && producerWarp && !options.pingpong &&
+      options.tilesPerBlock != 2 && ks.oElt == ks.elt && ks.d == ks.dv &&
+      ks.d % 64 == 0;
   int64_t sharedBytes = 0;
   for (int64_t blockN : blockNs) {
     ks.blockN = blockN;
@@ -291,8 +300,19 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
       continue;
     for (int64_t stages : stageCounts) {
       ks.wgmmaStages = stages;
-      // The automatic two tiles fall back to one when the second Q buffer
-      // does not fit.
+      // persistent (one tile per turn, two Q buffers) first where the
+      // kernel takes it, then the automatic two tiles, which fall back to
+      // one when the second Q buffer does not fit.
+      if (persistentKernel) {
+        ks.tilesPerBlock = 1;
+        ks.persistent = true;
+        sharedBytes =
+            gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))
+                .bytes;
+        if (sharedBytes <= options.maxSharedBytes)
+          return ks;
+        ks.persistent = false;
+      }
       for (int64_t tiles = autoTiles && fewKeyBlocks ? 1 : preferredTiles;
            tiles >= 1; tiles = autoTiles ? tiles - 1 : 0) {
         if (wide && tiles != 2)
@@ -507,12 +527,17 @@ static DictionaryAttr buildManifest(Builder &b, const KernelShape &ks,
       b.getNamedAttr("params", b.getArrayAttr(params)),
       b.getNamedAttr(
           "grid",
-          b.getStrArrayAttr(
-              {ks.tilesPerBlock == 1
-                   ? std::string("ceil_div(seqlen_q,block_m)")
-                   : "ceil_div(seqlen_q," +
-                         std::to_string(ks.tilesPerBlock * ks.blockM) + ")",
-               "batch", "1"})),
+          ks.persistent
+              ? b.getStrArrayAttr({"min(mul(ceil_div(seqlen_q,block_m),batch),"
+                                   "resident_blocks)",
+                                   "1", "1"})
+              : b.getStrArrayAttr(
+                    {ks.tilesPerBlock == 1
+                         ? std::string("ceil_div(seqlen_q,block_m)")
+                         : "ceil_div(seqlen_q," +
+                               std::to_string(ks.tilesPerBlock * ks.blockM) +
+                               ")",
+                     "batch", "1"})),
   };
   // The tensor-core kernel copies rows with 16-byte cp.async (or TMA, whose
   // global addresses and strides are 16-byte multiples too).
@@ -944,6 +969,7 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.producerWarp = producerWarp;
     options.pingpong = pingpong;
     options.tilesPerBlock = tilesPerBlock;
+    options.persistent = persistent;
     std::optional<BackwardProducerWarp> backwardProducer =
         parseBackwardProducerWarp(backwardProducerWarp);
     if (!backwardProducer) {
@@ -996,9 +1022,13 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         needs(options.tma, "tma=true", options.wgmma,
               "the wgmma kernels (wgmma=true)") ||
         needs(options.producerWarp || options.pingpong ||
-                  options.tilesPerBlock == 2,
-              "producer-warp, pingpong or tiles-per-block=2", options.tma,
-              "the TMA wgmma kernels (wgmma=true tma=true)"))
+                  options.tilesPerBlock == 2 || options.persistent,
+              "producer-warp, pingpong, tiles-per-block=2 or persistent",
+              options.tma, "the TMA wgmma kernels (wgmma=true tma=true)") ||
+        needs(options.persistent, "persistent=true",
+              options.producerWarp && !options.pingpong &&
+                  options.tilesPerBlock != 2,
+              "producer-warp=true without pingpong or tiles-per-block=2"))
       return signalPassFailure();
     if (options.maxSharedBytes < 1) {
       emitError(module.getLoc(), "convert-fa-to-gpu: expected a positive "

@@ -74,6 +74,12 @@ struct TensorCoreForwardShape {
   /// or 2; AttentionKernelOptions::tilesPerBlock), each with its own Q
   /// buffer and "full" barrier.
   int64_t tilesPerBlock = 1;
+  /// With producerWarp, tma, tmaStoreO and without pingpong
+  /// (AttentionKernelOptions::persistent): a persistent grid of
+  /// min(query tiles x batch, resident blocks) blocks, each taking the
+  /// tiles ctaid.x, ctaid.x + nctaid.x, ... in turn; two Q buffers, each
+  /// with a "full" and an "empty" barrier (tilesPerBlock stays 1).
+  bool persistent = false;
 
   int64_t blockM() const { return 16 * mTilesPerWarp * numWarps; }
   /// TMA wgmma kernel with the producer warpgroup, o in q's element type
@@ -95,13 +101,18 @@ struct TensorCoreForwardShape {
   /// per K and per V stage, with producerWarp one "empty" barrier per K
   /// and per V stage, then those of the other Q buffers (tilesPerBlock).
   int64_t numBarriers() const {
-    return tma ? 1 + (producerWarp ? 4 : 2) * wgmmaStages + tilesPerBlock - 1
+    return tma ? 1 + (producerWarp ? 4 : 2) * wgmmaStages + qBuffers() - 1 +
+                     (persistent ? 2 : 0)
                : 0;
   }
+  /// Q tiles in workgroup memory: one per tile of the block, two when
+  /// persistent (the next tile's Q lands while this one's o leaves).
+  int64_t qBuffers() const { return persistent ? 2 : tilesPerBlock; }
   /// TMA wgmma kernel with one query tile per block under causal: the
   /// blocks run longest first (longestFirstBlock, WgmmaFragments.h).
   bool longestFirst() const {
-    return wgmma && tma && causal != CausalKind::none && tilesPerBlock == 1;
+    return wgmma && tma && causal != CausalKind::none && tilesPerBlock == 1 &&
+           !persistent;
   }
   /// longestFirst with the producer warpgroup: the block's query tile and
   /// batch entry (two u32) wait in workgroup memory after the mbarriers,
@@ -114,7 +125,7 @@ struct TensorCoreForwardShape {
   /// wait for DRAM (H200, bf16: +0.3-0.8% at D 128, +1.1% at D 64 causal
   /// T 2k; the one-tile D 64 kernel without a mask gained nothing).
   bool prefetchesNextQ() const {
-    return wgmma && tma && producerWarp &&
+    return wgmma && tma && producerWarp && !persistent &&
            (tilesPerBlock == 2 || longestFirst());
   }
   /// Bytes of one column of core matrices of a `rows`-row wgmma tile: TMA
@@ -182,7 +193,7 @@ tensorCoreSharedLayout(const TensorCoreForwardShape &ks) {
     // Canonical wgmma tiles (columns of core matrices, columnBytes
     // apart): Q (one buffer per tile of the block), then the stages of K,
     // then those of V.
-    l.kOffset = ks.tilesPerBlock * ks.d / 8 * ks.columnBytes(ks.blockM());
+    l.kOffset = ks.qBuffers() * ks.d / 8 * ks.columnBytes(ks.blockM());
     l.vOffset =
         l.kOffset + ks.wgmmaStages * ks.d / 8 * ks.columnBytes(ks.blockN);
     l.barrierOffset =

@@ -73,6 +73,27 @@
 // tensor cores busy across a tile's end, Section 3.1).
 // No warpgroup exits early there (the other tile may have rows for it).
 //
+// With `persistent` (producer, no pingpong, o stored by TMA) the grid is
+// min(query tiles x batch, resident blocks) and block x takes tiles
+// L = x, x + nctaid.x, ... of the virtual grid of n query tiles x batch
+// entries (L % n, L / n; causal: longestFirstBlock on that grid), one per
+// turn; FlashAttention-3's persistent kernel (Shah et al. 2024, Section
+// 3.1) with a static tile order. Q has two buffers (turn i uses buffer
+// i % 2, phase (i / 2) % 2), each with a "full" barrier and an "empty"
+// one on which every consumer warp's lane 0 arrives once the tile's o
+// stores have read the buffer (the epilogue stages o there); the producer
+// waits on it before loading a later tile's Q, and loads every turn's Q
+// (even of a tile without key blocks, so that the phases stay one per
+// turn). The K/V ring slots count on across turns (each side carries the
+// slot of the tile's first key block). The consumers' turn loop ends the
+// previous tile at the start of each turn: with one or two consumer
+// warpgroups (240 registers or more) peeled as above when both tiles
+// visit a key block,
+// else (and with three warpgroups, whose registers do not hold S_0
+// across the epilogue) the previous tile's last P V and epilogue, then
+// this tile's prologue; each key loop keeps its tile's values fixed. The
+// last turn's tile ends after the loop.
+//
 // wgmma, its fences and the commit/wait are inline PTX (MLIR 22's
 // nvvm.wgmma.mma_async takes A only from workgroup memory); the fence and
 // the wait take the accumulators as tied operands so that no register
@@ -107,7 +128,16 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // producer and without pingpong): the tile being built is the one whose
   // values i0 ... qBase below hold (setTile moves them).
   const int64_t tiles = ks.tilesPerBlock;
-  const bool idleExit = producer && !pingpong && warpgroups > 1 && tiles == 1;
+  // Persistent (ks.persistent): the block takes query tiles ctaid.x +
+  // i nctaid.x in turn (tiles stays 1); see the file comment.
+  const bool persistent = ks.persistent;
+  // (Its Q buffers are freed by the o stores' TMA epilogue.)
+  assert((!persistent ||
+          (producer && !pingpong && tiles == 1 && ks.tmaStoreO())) &&
+         "persistent needs the producer, no pingpong, one tile per turn and "
+         "the TMA o store");
+  const bool idleExit =
+      producer && !pingpong && warpgroups > 1 && tiles == 1 && !persistent;
   // Registers move from the producer warpgroup to the consumers unless the
   // launch count already gives the consumers what they may take.
   const bool reallocate =
@@ -251,35 +281,59 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // ring slots the block's earlier tiles used (null: none).
   int64_t qBuffer = 0;
   Value ringBase;
+  // Persistent: the tile's Q buffer (index: 0 or 1, i = tile turn % 2)
+  // and the parity of its use ((i / 2) % 2, i32); qBuffer is unused.
+  Value qBufferV, qPhase;
+  // Byte offset of the tile's Q buffer in workgroup memory (index).
+  auto qBufferBytes = [&](FragmentBuilder &x) -> Value {
+    if (qBufferV)
+      return x.add(x.cstIndex(layout.qOffset),
+                   x.mul(qBufferV, x.cstIndex(qTileBytes)));
+    return x.cstIndex(layout.qOffset + qBuffer * qTileBytes);
+  };
   auto makeQBase = [&](FragmentBuilder &x) {
+    Value units =
+        qBufferV
+            ? arith::ShRUIOp::create(x.b, x.loc, qBufferBytes(x), x.cstIndex(4))
+                  .getResult()
+            : x.cstIndex((layout.qOffset + qBuffer * qTileBytes) >> 4);
     return qDesc.at(
-        x,
-        arith::IndexCastUIOp::create(
-            x.b, x.loc, i64,
-            x.add(x.mul(warpgroup, x.cstIndex(warpgroupRows >> 4)),
-                  x.cstIndex((layout.qOffset + qBuffer * qTileBytes) >> 4))));
+        x, arith::IndexCastUIOp::create(
+               x.b, x.loc, i64,
+               x.add(x.mul(warpgroup, x.cstIndex(warpgroupRows >> 4)), units)));
   };
   Value qBase = makeQBase(fb);
   // Moves the tile values above to tile r (built at x's insertion point);
   // tile 1's ring slots follow tile 0's key blocks (`tile0KeyBlocks`).
-  auto setTile = [&](FragmentBuilder &x, int64_t r, Value tile0KeyBlocks) {
-    i0 = x.mul(tileQueryBlock(x, r), x.cstIndex(blockM));
+  // The rows and key blocks of query tile `queryTile` (index).
+  auto setTileRows = [&](FragmentBuilder &x, Value queryTile) {
+    i0 = x.mul(queryTile, x.cstIndex(blockM));
     warpRow0 = x.add(i0, x.mul(warp, x.cstIndex(16)));
     numKeyBlocks = arith::CeilDivSIOp::create(
         x.b, x.loc, visibleKeys(x, ks.causal, i0, blockM, tq, tk).kvEnd,
         x.cstIndex(blockN));
     anyBlock = x.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, x.cstIndex(0));
+  };
+  auto setTile = [&](FragmentBuilder &x, int64_t r, Value tile0KeyBlocks) {
+    setTileRows(x, tileQueryBlock(x, r));
     qBuffer = r;
     qBase = makeQBase(x);
     ringBase = r == 0 ? Value() : tile0KeyBlocks;
   };
+  // (Persistent: also the tile's batch entry, its Q buffer and phase,
+  // and its query tile index, i32, for the o store.)
+  Value tileIndex32;
   struct TileValues {
     Value i0, warpRow0, numKeyBlocks, anyBlock, qBase, ringBase;
     int64_t qBuffer;
+    Value batch, batch32, qBufferV, qPhase, tileIndex32;
   };
+  // (batch and batch32 are defined below; the lambdas run after.)
+  Value batch32;
   auto saveTile = [&] {
-    return TileValues{i0,    warpRow0, numKeyBlocks, anyBlock,
-                      qBase, ringBase, qBuffer};
+    return TileValues{i0,      warpRow0, numKeyBlocks, anyBlock,
+                      qBase,   ringBase, qBuffer,      batch,
+                      batch32, qBufferV, qPhase,       tileIndex32};
   };
   auto restoreTile = [&](const TileValues &t) {
     i0 = t.i0;
@@ -289,6 +343,71 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     qBase = t.qBase;
     ringBase = t.ringBase;
     qBuffer = t.qBuffer;
+    batch = t.batch;
+    batch32 = t.batch32;
+    qBufferV = t.qBufferV;
+    qPhase = t.qPhase;
+    tileIndex32 = t.tileIndex32;
+  };
+  // Persistent: the tile values of the block's turn `turn` (index), tile
+  // L = ctaid.x + turn x nctaid.x of the virtual grid of query tiles x
+  // batch entries (x fastest), mapped as the one-tile grid maps its blocks
+  // (causal: longestFirstBlock), with its key blocks in the K/V ring slots
+  // from `ring` on. `persistentTurns`: the block's turn count,
+  // ceil((tiles x entries - ctaid.x) / nctaid.x), at least 1 (the grid has
+  // at most tiles x entries blocks; 0 for a block past them).
+  // The tile arithmetic is u32 (as longestFirstBlock's): the virtual grid
+  // holds fewer than 2^32 tiles (q would hold over 2^39 rows), and 64-bit
+  // divisions cost the 12-warp D 64 kernel a spill.
+  auto u32 = [&](FragmentBuilder &x, int64_t v) { return cstI32(x, v); };
+  auto gridX32 = [&](FragmentBuilder &x) {
+    return readSpecialRegister(x, "%nctaid.x");
+  };
+  auto blockX32 = [&](FragmentBuilder &x) {
+    return readSpecialRegister(x, "%ctaid.x");
+  };
+  auto setPersistentTile = [&](FragmentBuilder &x, Value turn, Value ring) {
+    Value n = toI32(x, numQueryTiles(x));
+    Value lin = arith::AddIOp::create(
+        x.b, x.loc, blockX32(x),
+        arith::MulIOp::create(x.b, x.loc, toI32(x, turn), gridX32(x)));
+    Value tile32 = arith::RemUIOp::create(x.b, x.loc, lin, n);
+    Value entry32 = arith::DivUIOp::create(x.b, x.loc, lin, n);
+    if (ks.causal != CausalKind::none)
+      std::tie(tile32, entry32) =
+          longestFirstBlock(x, memref::DimOp::create(x.b, x.loc, k, 1),
+                            (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
+                            /*heaviestLast=*/true, tile32, entry32, n,
+                            toI32(x, memref::DimOp::create(x.b, x.loc, q, 0)));
+    setTileRows(x, asIndex(x, tile32));
+    Value turn32 = toI32(x, turn);
+    qBufferV = asIndex(x, arith::AndIOp::create(x.b, x.loc, turn32, u32(x, 1)));
+    qPhase = arith::AndIOp::create(
+        x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, turn32, u32(x, 1)),
+        u32(x, 1));
+    qBase = makeQBase(x);
+    ringBase = ring;
+    batch = asIndex(x, entry32);
+    batch32 = entry32;
+    tileIndex32 = tile32;
+  };
+  auto persistentTurns = [&](FragmentBuilder &x) -> Value {
+    Value total = arith::MulIOp::create(
+        x.b, x.loc, toI32(x, numQueryTiles(x)),
+        toI32(x, memref::DimOp::create(x.b, x.loc, q, 0)));
+    Value grid = gridX32(x), block = blockX32(x);
+    Value turns = arith::DivUIOp::create(
+        x.b, x.loc,
+        arith::AddIOp::create(
+            x.b, x.loc, arith::SubIOp::create(x.b, x.loc, total, block),
+            arith::SubIOp::create(x.b, x.loc, grid, u32(x, 1))),
+        grid);
+    // A launch of more blocks than tiles (not the manifest's grid) gives
+    // the extra blocks no turn rather than a wrapped count.
+    Value inGrid = arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::ult,
+                                         block, total);
+    return asIndex(
+        x, arith::SelectOp::create(x.b, x.loc, inGrid, turns, u32(x, 0)));
   };
   // The K/V ring slot of the tile's key block jb.
   auto ringSlot = [&](FragmentBuilder &x, Value jb) -> Value {
@@ -351,6 +470,29 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto qBarrier = [&](FragmentBuilder &x, int64_t buffer) {
     return barrier(x, buffer == 0 ? 0 : kvBarriers + buffer);
   };
+  // The "full" barrier of the tile's Q buffer; persistent: buffer 0's or
+  // buffer 1's (kvBarriers + 1 barriers further), and the "empty" ones
+  // after them (kvBarriers + 2 + buffer: every consumer warp's lane 0
+  // arrives once the buffer's o store has read it).
+  auto qFullBarrier = [&](FragmentBuilder &x) -> Value {
+    if (!qBufferV)
+      return qBarrier(x, qBuffer);
+    return arith::AddIOp::create(
+        x.b, x.loc, barrier(x, 0),
+        arith::MulIOp::create(x.b, x.loc, toI32(x, qBufferV),
+                              cstI32(x, 8 * (kvBarriers + 1))));
+  };
+  auto qEmptyBarrier = [&](FragmentBuilder &x) -> Value {
+    return arith::AddIOp::create(
+        x.b, x.loc, barrier(x, kvBarriers + 2),
+        arith::MulIOp::create(x.b, x.loc, toI32(x, qBufferV), cstI32(x, 8)));
+  };
+  // Waits until the tile's Q landed (persistent: the phase of this use of
+  // its buffer).
+  auto waitQ = [&](FragmentBuilder &x) {
+    Value bar = qFullBarrier(x);
+    mbarrierWait(x, bar, qPhase ? qPhase : cstI32(x, 0));
+  };
   // The barrier of stage jb % stages of K (or V) and the parity of block
   // jb's phase on it: the "full" barriers (the tile landed), or with the
   // producer warpgroup the "empty" ones (every consumer thread is done
@@ -369,7 +511,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     return std::make_pair(bar, parity);
   };
   Value isThread0 = fb.cmpI(arith::CmpIPredicate::eq, ids.tid, c0);
-  Value batch32 = ks.tma ? toI32(fb, batch) : Value();
+  batch32 = ks.tma ? toI32(fb, batch) : Value();
   // Thread 0 issues the TMA load of K (or V) block jb into its stage when
   // jb is a block this query block visits.
   auto tmaIssue = [&](FragmentBuilder &y, Value jb, bool isV) {
@@ -446,7 +588,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // step's descriptor out of the key loop, and the 12-warp kernel at D 64
   // would spill. Without a mask the hoisted descriptors fit, and keeping
   // them measured 2-4% faster there (H200, D 64).
-  const bool qBaseInLoop = ks.causal != CausalKind::none;
+  const bool qBaseInLoop = ks.causal != CausalKind::none || persistent;
   // Issues S = Q K_jb^T (dChunks wgmma m64n{blockN}k16, both operands from
   // workgroup memory) as one wgmma group; the accumulators are valid after
   // the matching wait.
@@ -531,6 +673,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         const bool empty = i > 2 * stages && i <= kvBarriers;
         if (empty && arrivals)
           mbarrierInit(y, barrier(y, i), arrivals);
+        else if (persistent && i >= kvBarriers + 2) // Q buffers' "empty"
+          mbarrierInit(y, barrier(y, i), W);
         else
           mbarrierInit(y, barrier(y, i), empty ? threads : 1);
       }
@@ -556,12 +700,13 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                                       fb.cstIndex(threads))
                             : isThread0;
     auto loadQ = [&](FragmentBuilder &y) {
+      Value offset = qBufferV
+                         ? toI32(y, qBufferBytes(y))
+                         : cstI32(y, layout.qOffset + qBuffer * qTileBytes);
+      Value bar = qFullBarrier(y);
       tmaLoadTile(y, qMap,
-                  arith::AddIOp::create(
-                      y.b, y.loc, shared.addr,
-                      cstI32(y, layout.qOffset + qBuffer * qTileBytes)),
-                  blockM, ks.d, swizzleQK / 2, toI32(y, i0), batch32,
-                  qBarrier(y, qBuffer));
+                  arith::AddIOp::create(y.b, y.loc, shared.addr, offset),
+                  blockM, ks.d, swizzleQK / 2, toI32(y, i0), batch32, bar);
     };
     // ks.prefetchesNextQ: the Q tiles of the block launched about when
     // this one ends (nextLaunchedBlock) are prefetched into L2 once this
@@ -625,7 +770,27 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         scf::YieldOp::create(ib, il);
       });
     };
-    if (tiles == 1) {
+    if (persistent) {
+      // Every turn's Q (even of a tile without key blocks: its barrier's
+      // phases then stay one per turn), once the buffer's previous tile
+      // stored its o; then the tile's K/V tiles through the one ring.
+      ifThen(fb, issuer, [&](FragmentBuilder &y) {
+        TileValues saved = saveTile();
+        scf::ForOp::create(
+            y.b, y.loc, c0, persistentTurns(y), c1, ValueRange{c0},
+            [&](OpBuilder &pb, Location pl, Value turn, ValueRange ring) {
+              FragmentBuilder z(pb, pl, fb.elt);
+              setPersistentTile(z, turn, ring[0]);
+              mbarrierWait(z, qEmptyBarrier(z),
+                           arith::XOrIOp::create(pb, pl, qPhase, cstI32(z, 1)));
+              loadQ(z);
+              produceKeyBlocks(z, numKeyBlocks);
+              scf::YieldOp::create(pb, pl,
+                                   ValueRange{z.add(ring[0], numKeyBlocks)});
+            });
+        restoreTile(saved);
+      });
+    } else if (tiles == 1) {
       ifThen(fb, arith::AndIOp::create(b, loc, issuer, anyBlock),
              [&](FragmentBuilder &y) {
                loadQ(y);
@@ -725,7 +890,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       init.push_back(zeroWord);
     return init;
   };
-  auto emitKeyLoop = [&](const SmallVector<Value> *issuedS) -> scf::ForOp {
+  auto emitPrologue =
+      [&](const SmallVector<Value> *issuedS) -> SmallVector<Value> {
     SmallVector<Value> init = initialCarried();
     SmallVector<Type> carriedTypes;
     for (Value val : init)
@@ -754,7 +920,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         b.setInsertionPointToStart(prologue.thenBlock());
         FragmentBuilder x(b, loc, ks.elt);
         if (ks.tma) {
-          mbarrierWait(x, qBarrier(x, qBuffer), cstI32(x, 0)); // Q landed
+          waitQ(x); // Q landed
           waitStage(x, c0, /*isV=*/false);
         } else {
           landCopies(x, 2 * stages - 1); // (Q, K_0) landed
@@ -784,7 +950,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       }
       loopInit = prologue.getResults();
     }
-
+    return loopInit;
+  };
+  // The key loops of the tile that the tile values hold, from the
+  // prologue's results `loopInit`; returns the last loop.
+  auto emitKeyLoops = [&](ValueRange loopInit) -> scf::ForOp {
     // The key blocks that need no mask for any row of the block (below the
     // one holding key Tk - 1 when Tk is not a multiple of block-n, and
     // under causal below the first that reaches past the diagonal of the
@@ -865,24 +1035,25 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     return scf::ForOp::create(b, loc, split, numKeyBlocks, c1,
                               unmasked.getResults(), keyLoopBody(true));
   };
+  auto emitKeyLoop = [&](const SmallVector<Value> *issuedS) -> scf::ForOp {
+    return emitKeyLoops(emitPrologue(issuedS));
+  };
 
   // The last block's P V (when any block was visited): the final O tiles.
   // Waits for the V tile of the tile's key block `lastBlock` and issues
   // that block's P V (one wgmma group) on the key loop's results.
-  auto issueLastPV = [&](FragmentBuilder &x, scf::ForOp loop,
+  auto issueLastPV = [&](FragmentBuilder &x, ValueRange results,
                          Value lastBlock) {
     if (ks.tma)
       waitStage(x, lastBlock, /*isV=*/true);
     else
       landCopies(x, 0);
-    SmallVector<Value> acc(loop.getResults().begin(),
-                           loop.getResults().begin() + oTiles);
-    SmallVector<Value> pLast(loop.getResults().begin() + pBase,
-                             loop.getResults().end());
+    SmallVector<Value> acc(results.begin(), results.begin() + oTiles);
+    SmallVector<Value> pLast(results.begin() + pBase, results.end());
     takeTurn(x);
     return issuePV(x, toScalars(x, acc), pLast, lastBlock);
   };
-  auto emitLastPV = [&](scf::ForOp loop) -> SmallVector<Value> {
+  auto emitLastPV = [&](ValueRange results) -> SmallVector<Value> {
     SmallVector<Type> accTypes(oTiles, fb.vec({2, 2}, f32));
     auto last = scf::IfOp::create(b, loc, accTypes, anyBlock,
                                   /*withElseRegion=*/true);
@@ -891,7 +1062,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       b.setInsertionPointToStart(last.thenBlock());
       FragmentBuilder x(b, loc, ks.elt);
       Value lastBlock = x.sub(numKeyBlocks, c1);
-      SmallVector<Value> oAcc = issueLastPV(x, loop, lastBlock);
+      SmallVector<Value> oAcc = issueLastPV(x, results, lastBlock);
       // Pingpong: every turn taken was passed, except the last warpgroup's
       // last (its first-turn gift to the first warpgroup balances it).
       if (pingpong) {
@@ -904,14 +1075,13 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         });
       }
       oAcc = wgmmaWait(x, 0, oAcc);
-      // With two tiles per block the producer refills this stage with the
-      // block's next tile.
-      if (tiles > 1)
+      // With two tiles per block (or persistent) the producer refills this
+      // stage with the block's next tile.
+      if (tiles > 1 || persistent)
         releaseStage(x, lastBlock, /*isV=*/true);
       scf::YieldOp::create(b, loc, toTiles(x, oAcc));
       b.setInsertionPointToStart(last.elseBlock());
-      scf::YieldOp::create(b, loc,
-                           ValueRange(loop.getResults().slice(0, oTiles)));
+      scf::YieldOp::create(b, loc, ValueRange(results.slice(0, oTiles)));
     }
     if (!ks.tma)
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
@@ -921,6 +1091,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // Epilogue of the tile: o = O / l, lse = m ln 2 + ln l, with m and l
   // those of `carried` (the key loop's results or the initial values).
   auto emitEpilogue = [&](ValueRange carried, SmallVector<Value> oFinal) {
+    // Persistent: a tile without key blocks was not waited for, but its Q
+    // load (always issued) must land before o is staged over it.
+    if (persistent)
+      waitQ(fb);
     if (!ks.tmaStoreO()) {
       for (int64_t h = 0; h < 2; ++h)
         storeForwardRow(
@@ -948,6 +1122,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       std::pair<Value, Value> position;
       if (longestFirst)
         position = readLongestFirst(fb);
+      else if (persistent)
+        position = {tileIndex32, batch32};
       else
         position = {rereadTileQueryBlock(fb), special("%ctaid.y")};
       Value block32 = position.first, oBatch32 = position.second;
@@ -957,7 +1133,9 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       Value warpBase = arith::AddIOp::create(
           b, loc, shared.addr,
           arith::AddIOp::create(
-              b, loc, cstI32(fb, layout.qOffset + qBuffer * qTileBytes),
+              b, loc,
+              qBufferV ? toI32(fb, qBufferBytes(fb))
+                       : cstI32(fb, layout.qOffset + qBuffer * qTileBytes),
               arith::MulIOp::create(b, loc, shrI32(tid32, 5),
                                     cstI32(fb, 16 * 128))));
       // Thread (g, t): row g (+ 8h) at 128 g, bytes 4t of its chunks; the
@@ -1024,11 +1202,22 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
                   {}, ValueRange{});
         scf::YieldOp::create(ib, il);
       });
+      // Persistent: the o stores have read the Q buffer (waited above),
+      // so the producer may load a later tile's Q into it.
+      if (persistent) {
+        Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            lane32, cstI32(fb, 0));
+        scf::IfOp::create(b, loc, lane0, [&](OpBuilder &ib, Location il) {
+          FragmentBuilder y(ib, il, fb.elt);
+          mbarrierArrive(y, qEmptyBarrier(y));
+          scf::YieldOp::create(ib, il);
+        });
+      }
     }
   };
   auto emitTile = [&] {
     scf::ForOp loop = emitKeyLoop(nullptr);
-    emitEpilogue(loop.getResults(), emitLastPV(loop));
+    emitEpilogue(loop.getResults(), emitLastPV(loop.getResults()));
   };
   // Two tiles per block: the boundary between them is peeled. When the
   // block has tile 1 and both tiles visit a key block, tile 1's S_0 is
@@ -1040,7 +1229,100 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // The branch is uniform over the block (the key block counts and the
   // tile test are the block's), so no wgmma is in flight across divergent
   // code.
-  if (tiles == 2) {
+  if (persistent) {
+    // Turn i's consumers: the boundary with turn i - 1 peeled as the
+    // two-tile kernel peels its one (when both tiles visit a key block:
+    // the previous tile's last P V, this tile's S_0, the previous tile's
+    // epilogue while S_0 runs; else the previous tile ends alone), then
+    // this tile's key loops with its values fixed. Carried: the key loop's
+    // values, the ring slot of this tile's first key block and the
+    // previous tile's key block count (0 before the first turn).
+    // The boundary is peeled only where the registers hold S_0's
+    // accumulators across the epilogue (240 or more per consumer thread:
+    // one or two consumer warpgroups); with three (160) ptxas spilled 172
+    // bytes of
+    // the bf16 D 64 kernel (184 with the last P V waited for before S_0).
+    const bool peelBoundary = consumerRegisters(W) >= 200;
+    Value turns = persistentTurns(fb);
+    SmallVector<Value> init = initialCarried();
+    const int64_t carriedCount = init.size();
+    SmallVector<Type> carriedTypes;
+    for (Value val : init)
+      carriedTypes.push_back(val.getType());
+    init.push_back(c0);
+    init.push_back(c0);
+    auto outer = scf::ForOp::create(
+        b, loc, c0, turns, c1, init,
+        [&](OpBuilder &ob, Location ol, Value turn, ValueRange carried) {
+          FragmentBuilder x(ob, ol, ks.elt);
+          SmallVector<Value> prevCarried(carried.take_front(carriedCount));
+          Value ring = carried[carriedCount];
+          Value prevBlocks = carried[carriedCount + 1];
+          setPersistentTile(x, turn, ring);
+          TileValues cur = saveTile();
+          auto setPrevious = [&](FragmentBuilder &y) {
+            setPersistentTile(y, y.sub(turn, c1), y.sub(ring, prevBlocks));
+          };
+          // The previous tile (if any) ends alone: its last P V, its
+          // epilogue; then this tile's prologue. Returns the key loop's
+          // initial values.
+          auto endPrevious = [&](FragmentBuilder &y) -> SmallVector<Value> {
+            auto hasPrev = scf::IfOp::create(
+                ob, ol, y.cmpI(arith::CmpIPredicate::sgt, turn, c0),
+                /*withElseRegion=*/false);
+            {
+              OpBuilder::InsertionGuard guard(ob);
+              ob.setInsertionPoint(hasPrev.thenBlock()->getTerminator());
+              setPrevious(y);
+              emitEpilogue(prevCarried, emitLastPV(prevCarried));
+            }
+            restoreTile(cur);
+            return emitPrologue(nullptr);
+          };
+          SmallVector<Value> loopInit;
+          if (!peelBoundary) {
+            loopInit = endPrevious(x);
+          } else {
+            Value peel = arith::AndIOp::create(
+                ob, ol, x.cmpI(arith::CmpIPredicate::sgt, prevBlocks, c0),
+                cur.anyBlock);
+            auto split = scf::IfOp::create(ob, ol, carriedTypes, peel,
+                                           /*withElseRegion=*/true);
+            OpBuilder::InsertionGuard guard(ob);
+            ob.setInsertionPointToStart(split.thenBlock());
+            FragmentBuilder y(ob, ol, ks.elt);
+            setPrevious(y);
+            TileValues prev = saveTile();
+            Value lastBlock = y.sub(prevBlocks, c1);
+            SmallVector<Value> oAcc = issueLastPV(y, prevCarried, lastBlock);
+            restoreTile(cur);
+            waitQ(y);
+            waitStage(y, c0, /*isV=*/false);
+            SmallVector<Value> sAcc = issueS(y, c0);
+            restoreTile(prev);
+            oAcc = wgmmaWait(y, 1, oAcc);
+            releaseStage(y, lastBlock, /*isV=*/true);
+            emitEpilogue(prevCarried, toTiles(y, oAcc));
+            restoreTile(cur);
+            scf::YieldOp::create(ob, ol, emitPrologue(&sAcc));
+            ob.setInsertionPointToStart(split.elseBlock());
+            scf::YieldOp::create(ob, ol, endPrevious(y));
+            loopInit.assign(split.getResults().begin(),
+                            split.getResults().end());
+          }
+          scf::ForOp loop = emitKeyLoops(loopInit);
+          SmallVector<Value> yielded(loop.getResults());
+          yielded.push_back(x.add(ring, numKeyBlocks));
+          yielded.push_back(numKeyBlocks);
+          scf::YieldOp::create(ob, ol, yielded);
+        });
+    // The last turn's tile ends alone.
+    SmallVector<Value> last(outer.getResults().take_front(carriedCount));
+    setPersistentTile(fb, fb.sub(turns, c1),
+                      fb.sub(outer.getResult(carriedCount),
+                             outer.getResult(carriedCount + 1)));
+    emitEpilogue(last, emitLastPV(last));
+  } else if (tiles == 2) {
     scf::ForOp loop0 = emitKeyLoop(nullptr);
     TileValues tile0 = saveTile();
     setTile(fb, 1, tile0.numKeyBlocks);
@@ -1058,7 +1340,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       b.setInsertionPoint(split.thenBlock()->getTerminator());
       FragmentBuilder x(b, loc, ks.elt);
       Value lastBlock = x.sub(tile0.numKeyBlocks, c1);
-      SmallVector<Value> oAcc = issueLastPV(x, loop0, lastBlock);
+      SmallVector<Value> oAcc = issueLastPV(x, loop0.getResults(), lastBlock);
       restoreTile(tile1);
       mbarrierWait(x, qBarrier(x, 1), cstI32(x, 0));
       waitStage(x, c0, /*isV=*/false);
@@ -1069,10 +1351,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       emitEpilogue(loop0.getResults(), toTiles(x, oAcc));
       restoreTile(tile1);
       scf::ForOp loop1 = emitKeyLoop(&sAcc);
-      emitEpilogue(loop1.getResults(), emitLastPV(loop1));
+      emitEpilogue(loop1.getResults(), emitLastPV(loop1.getResults()));
       b.setInsertionPoint(split.elseBlock()->getTerminator());
       restoreTile(tile0);
-      emitEpilogue(loop0.getResults(), emitLastPV(loop0));
+      emitEpilogue(loop0.getResults(), emitLastPV(loop0.getResults()));
       // Tile 1 here visits no key block: tile 0 sees at least as many
       // keys (the same count without a mask; under causal the later tile
       // of the pair, and the visible key count grows with the query

@@ -191,18 +191,22 @@ constexpr int64_t kLongestFirstL2Bytes = int64_t(32) << 20;
 /// blocks of an entry still meet in L2. `heaviestLast`: the longest tile
 /// has the last index (the forward and _dq under causal), else the first
 /// (_dkdv). Every block of the grid gets a distinct (tile, batch).
+/// `blockX`/`blockY` (i32) replace ctaid.x/y, and `tileCount`/`entryCount`
+/// (i32) nctaid.x/y, for a position in a virtual grid (the persistent
+/// forward's tile index).
 inline std::pair<Value, Value>
 longestFirstBlock(FragmentBuilder &x, Value loopRows, int64_t rowBytes,
                   bool heaviestLast, Value blockX = Value(),
-                  Value blockY = Value()) {
+                  Value blockY = Value(), Value tileCount = Value(),
+                  Value entryCount = Value()) {
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(x.b, x.loc, x.b.getI32Type(), v);
   };
   auto div = [&](Value a, Value c) -> Value {
     return arith::DivUIOp::create(x.b, x.loc, a, c);
   };
-  Value tiles = readSpecialRegister(x, "%nctaid.x");
-  Value entries = readSpecialRegister(x, "%nctaid.y");
+  Value tiles = tileCount ? tileCount : readSpecialRegister(x, "%nctaid.x");
+  Value entries = entryCount ? entryCount : readSpecialRegister(x, "%nctaid.y");
   Value cy = blockY ? blockY : readSpecialRegister(x, "%ctaid.y");
   Value cx = blockX ? blockX : readSpecialRegister(x, "%ctaid.x");
   // Rows above 2^31 give one entry per section whatever the i32 says.

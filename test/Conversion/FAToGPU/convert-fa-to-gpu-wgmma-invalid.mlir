@@ -22,7 +22,12 @@
 // RUN: not fa-opt %s -convert-fa-to-gpu="tiles-per-block=2" 2>&1 | FileCheck %s --check-prefix=NOTMA
 // NOTC: error: convert-fa-to-gpu: wgmma=true needs tensor-cores=true (the wgmma kernels are tensor-core kernels)
 // NOWGMMA: error: convert-fa-to-gpu: tma=true needs the wgmma kernels (wgmma=true)
-// NOTMA: error: convert-fa-to-gpu: producer-warp, pingpong or tiles-per-block=2 needs the TMA wgmma kernels (wgmma=true tma=true)
+// RUN: not fa-opt %s -convert-fa-to-gpu="persistent=1" 2>&1 | FileCheck %s --check-prefix=NOTMA
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 persistent=1" 2>&1 | FileCheck %s --check-prefix=PERSISTENT
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 pingpong=1 persistent=1" 2>&1 | FileCheck %s --check-prefix=PERSISTENT
+// RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=2 persistent=1" 2>&1 | FileCheck %s --check-prefix=PERSISTENT
+// NOTMA: error: convert-fa-to-gpu: producer-warp, pingpong, tiles-per-block=2 or persistent needs the TMA wgmma kernels (wgmma=true tma=true)
+// PERSISTENT: error: convert-fa-to-gpu: persistent=true needs producer-warp=true without pingpong or tiles-per-block=2
 // The value is checked even where no op takes the wgmma kernel.
 // RUN: not fa-opt %s -convert-fa-to-gpu="tiles-per-block=3" 2>&1 | FileCheck %s --check-prefix=TILES3
 // RUN: not fa-opt %s -convert-fa-to-gpu="tensor-cores=1 wgmma=1 tma=1 producer-warp=1 tiles-per-block=2 block-n=128 stages=3 max-shared-bytes=232448" 2>&1 | FileCheck %s --check-prefix=TILESSMEM

@@ -108,6 +108,18 @@ struct AttentionKernelOptions {
   /// H200) when both Q buffers fit maxSharedBytes and Tk is dynamic or
   /// over five key blocks (two tiles spilled with fewer), else 1.
   int64_t tilesPerBlock = 1;
+  /// TMA wgmma forward with producerWarp, without pingpong, for ops whose
+  /// o is stored by TMA (o in q's element type, head_dim_v == head_dim, a
+  /// multiple of 64): a persistent kernel. The grid is min(query tiles x
+  /// batch, resident blocks) (manifest grid `min(mul(ceil_div(seqlen_q,
+  /// block_m),batch),resident_blocks)`); block x takes tiles x, x +
+  /// nctaid.x, ... of the query tiles x batch entries (causal: in the
+  /// longest-first order of longestFirstBlock), Q double-buffered, and
+  /// with one or two consumer warpgroups every tile boundary is peeled as
+  /// tiles-per-block = 2 peels its one (with three each tile ends alone)
+  /// (FlashAttention-3's persistent kernel, Shah et al. 2024, Section
+  /// 3.1). Overrides tilesPerBlock for those ops; others ignore it.
+  bool persistent = false;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.
