@@ -76,9 +76,11 @@
 // With `persistent` (producer, no pingpong, o stored by TMA) the grid is
 // min(query tiles x batch, resident blocks) and block x takes tiles
 // L = x, x + nctaid.x, ... of the virtual grid of n query tiles x batch
-// entries (L % n, L / n; causal: longestFirstBlock on that grid), one per
-// turn; FlashAttention-3's persistent kernel (Shah et al. 2024, Section
-// 3.1) with a static tile order. Q has two buffers (turn i uses buffer
+// entries (L % n, L / n), one per turn; under causal, with n even and at
+// least as many pairs as blocks, the pairs (n - 1 - x, x) strided, two
+// turns each, else longestFirstBlock on that grid (see setPersistentTile);
+// FlashAttention-3's persistent kernel (Shah et al. 2024, Section 3.1)
+// with a static tile order. Q has two buffers (turn i uses buffer
 // i % 2, phase (i / 2) % 2), each with a "full" barrier and an "empty"
 // one on which every consumer warp's lane 0 arrives once the tile's o
 // stores have read the buffer (the epilogue stages o there); the producer
@@ -366,21 +368,79 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto blockX32 = [&](FragmentBuilder &x) {
     return readSpecialRegister(x, "%ctaid.x");
   };
+  // Under causal, the block takes pairs of tiles (n - 1 - x, x) in two
+  // turns each, pair P = ctaid.x + (turn / 2) x nctaid.x of the n / 2 x
+  // entries pairs (x = P % (n / 2), entry P / (n / 2)): every pair sees
+  // about the same key blocks (n + 1 when block_n = block_m), so strided turns
+  // stay balanced. The longest-first order taken strided left the blocks
+  // 15% apart at D 128 in a list-scheduling model (the blocks of a round
+  // get ever lighter tiles within each L2 section), against 1-3% for the
+  // pairs and the hardware's own greedy order of one-tile blocks
+  // (docs/PERFORMANCE.md, thirty-seventh session). The pairs need an even
+  // n (no tile without a partner) and at least as many pairs as blocks;
+  // otherwise the longest-first order is taken strided.
+  auto entries32 = [&](FragmentBuilder &x) {
+    return toI32(x, memref::DimOp::create(x.b, x.loc, q, 0));
+  };
+  auto usePairs = [&](FragmentBuilder &x, Value n) -> Value {
+    Value even = arith::CmpIOp::create(
+        x.b, x.loc, arith::CmpIPredicate::eq,
+        arith::AndIOp::create(x.b, x.loc, n, u32(x, 1)), u32(x, 0));
+    Value pairs = arith::MulIOp::create(
+        x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, u32(x, 1)),
+        entries32(x));
+    return arith::AndIOp::create(
+        x.b, x.loc, even,
+        arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::uge, pairs,
+                              gridX32(x)));
+  };
   auto setPersistentTile = [&](FragmentBuilder &x, Value turn, Value ring) {
     Value n = toI32(x, numQueryTiles(x));
+    Value turn32 = toI32(x, turn);
     Value lin = arith::AddIOp::create(
         x.b, x.loc, blockX32(x),
-        arith::MulIOp::create(x.b, x.loc, toI32(x, turn), gridX32(x)));
+        arith::MulIOp::create(x.b, x.loc, turn32, gridX32(x)));
     Value tile32 = arith::RemUIOp::create(x.b, x.loc, lin, n);
     Value entry32 = arith::DivUIOp::create(x.b, x.loc, lin, n);
-    if (ks.causal != CausalKind::none)
-      std::tie(tile32, entry32) =
-          longestFirstBlock(x, memref::DimOp::create(x.b, x.loc, k, 1),
-                            (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
-                            /*heaviestLast=*/true, tile32, entry32, n,
-                            toI32(x, memref::DimOp::create(x.b, x.loc, q, 0)));
+    if (ks.causal != CausalKind::none) {
+      // (With the pairs a turn's L may pass the tiles, where the
+      // longest-first order, not taken, would divide by 0: L is clamped.)
+      Value lastTile = arith::SubIOp::create(
+          x.b, x.loc, arith::MulIOp::create(x.b, x.loc, n, entries32(x)),
+          u32(x, 1));
+      Value clamped = arith::MinUIOp::create(x.b, x.loc, lin, lastTile);
+      tile32 = arith::RemUIOp::create(x.b, x.loc, clamped, n);
+      entry32 = arith::DivUIOp::create(x.b, x.loc, clamped, n);
+      std::tie(tile32, entry32) = longestFirstBlock(
+          x, memref::DimOp::create(x.b, x.loc, k, 1),
+          (ks.d + ks.dv) * ks.elt.getIntOrFloatBitWidth() / 8,
+          /*heaviestLast=*/true, tile32, entry32, n, entries32(x));
+      // The pair order (half = n / 2, at least 1 for the divisions of an
+      // odd n, where it is not taken).
+      Value half = arith::MaxUIOp::create(
+          x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, u32(x, 1)),
+          u32(x, 1));
+      Value pair = arith::AddIOp::create(
+          x.b, x.loc, blockX32(x),
+          arith::MulIOp::create(
+              x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, turn32, u32(x, 1)),
+              gridX32(x)));
+      Value px = arith::RemUIOp::create(x.b, x.loc, pair, half);
+      Value first = arith::CmpIOp::create(
+          x.b, x.loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(x.b, x.loc, turn32, u32(x, 1)), u32(x, 0));
+      Value pairTile = arith::SelectOp::create(
+          x.b, x.loc, first,
+          arith::SubIOp::create(
+              x.b, x.loc, arith::SubIOp::create(x.b, x.loc, n, u32(x, 1)), px),
+          px);
+      Value pairs = usePairs(x, n);
+      tile32 = arith::SelectOp::create(x.b, x.loc, pairs, pairTile, tile32);
+      entry32 = arith::SelectOp::create(
+          x.b, x.loc, pairs, arith::DivUIOp::create(x.b, x.loc, pair, half),
+          entry32);
+    }
     setTileRows(x, asIndex(x, tile32));
-    Value turn32 = toI32(x, turn);
     qBufferV = asIndex(x, arith::AndIOp::create(x.b, x.loc, turn32, u32(x, 1)));
     qPhase = arith::AndIOp::create(
         x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, turn32, u32(x, 1)),
@@ -391,23 +451,35 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     batch32 = entry32;
     tileIndex32 = tile32;
   };
-  auto persistentTurns = [&](FragmentBuilder &x) -> Value {
-    Value total = arith::MulIOp::create(
-        x.b, x.loc, toI32(x, numQueryTiles(x)),
-        toI32(x, memref::DimOp::create(x.b, x.loc, q, 0)));
+  // ceil((count - ctaid.x) / nctaid.x), 0 for a block past `count` (a
+  // launch of more blocks than tiles, not the manifest's grid).
+  auto stridedCount = [&](FragmentBuilder &x, Value count) -> Value {
     Value grid = gridX32(x), block = blockX32(x);
     Value turns = arith::DivUIOp::create(
         x.b, x.loc,
         arith::AddIOp::create(
-            x.b, x.loc, arith::SubIOp::create(x.b, x.loc, total, block),
+            x.b, x.loc, arith::SubIOp::create(x.b, x.loc, count, block),
             arith::SubIOp::create(x.b, x.loc, grid, u32(x, 1))),
         grid);
-    // A launch of more blocks than tiles (not the manifest's grid) gives
-    // the extra blocks no turn rather than a wrapped count.
     Value inGrid = arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::ult,
-                                         block, total);
-    return asIndex(
-        x, arith::SelectOp::create(x.b, x.loc, inGrid, turns, u32(x, 0)));
+                                         block, count);
+    return arith::SelectOp::create(x.b, x.loc, inGrid, turns, u32(x, 0))
+        .getResult();
+  };
+  auto persistentTurns = [&](FragmentBuilder &x) -> Value {
+    Value n = toI32(x, numQueryTiles(x));
+    Value turns =
+        stridedCount(x, arith::MulIOp::create(x.b, x.loc, n, entries32(x)));
+    if (ks.causal != CausalKind::none) {
+      Value pairs = arith::MulIOp::create(
+          x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, u32(x, 1)),
+          entries32(x));
+      Value pairTurns =
+          arith::ShLIOp::create(x.b, x.loc, stridedCount(x, pairs), u32(x, 1));
+      turns =
+          arith::SelectOp::create(x.b, x.loc, usePairs(x, n), pairTurns, turns);
+    }
+    return asIndex(x, turns);
   };
   // The K/V ring slot of the tile's key block jb.
   auto ringSlot = [&](FragmentBuilder &x, Value jb) -> Value {

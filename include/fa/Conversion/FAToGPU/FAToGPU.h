@@ -113,8 +113,10 @@ struct AttentionKernelOptions {
   /// multiple of 64): a persistent kernel. The grid is min(query tiles x
   /// batch, resident blocks) (manifest grid `min(mul(ceil_div(seqlen_q,
   /// block_m),batch),resident_blocks)`); block x takes tiles x, x +
-  /// nctaid.x, ... of the query tiles x batch entries (causal: in the
-  /// longest-first order of longestFirstBlock), Q double-buffered, and
+  /// nctaid.x, ... of the query tiles x batch entries (causal: pairs of
+  /// tiles n - 1 - x and x, two turns each, when the query tile count n is
+  /// even and the pairs fill the grid, else the longest-first order of
+  /// longestFirstBlock), Q double-buffered, and
   /// with one or two consumer warpgroups every tile boundary is peeled as
   /// tiles-per-block = 2 peels its one (with three each tile ends alone)
   /// (FlashAttention-3's persistent kernel, Shah et al. 2024, Section
