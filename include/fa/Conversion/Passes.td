@@ -366,7 +366,8 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     Option<"persistent", "persistent", "bool", /*default=*/"false",
            "TMA wgmma forward with `producer-warp`, without `pingpong`, "
            "for ops whose o leaves by TMA (o in q's type, head_dim_v == "
-           "head_dim, a multiple of 64): a persistent kernel. The grid is "
+           "head_dim, a multiple of 64) and whose two Q buffers fit "
+           "`max-shared-bytes`: a persistent kernel. The grid is "
            "min(query tiles x batch, resident blocks) (manifest grid "
            "`min(mul(ceil_div(seqlen_q,block_m),batch),resident_blocks)`, "
            "resident_blocks from the launcher's occupancy query); block x "

@@ -1388,12 +1388,20 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
           yielded.push_back(numKeyBlocks);
           scf::YieldOp::create(ob, ol, yielded);
         });
-    // The last turn's tile ends alone.
-    SmallVector<Value> last(outer.getResults().take_front(carriedCount));
-    setPersistentTile(fb, fb.sub(turns, c1),
-                      fb.sub(outer.getResult(carriedCount),
-                             outer.getResult(carriedCount + 1)));
-    emitEpilogue(last, emitLastPV(last));
+    // The last turn's tile ends alone (a block without turns, launched
+    // past the tiles, has none).
+    auto anyTurn =
+        scf::IfOp::create(b, loc, fb.cmpI(arith::CmpIPredicate::sgt, turns, c0),
+                          /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(anyTurn.thenBlock()->getTerminator());
+      SmallVector<Value> last(outer.getResults().take_front(carriedCount));
+      setPersistentTile(fb, fb.sub(turns, c1),
+                        fb.sub(outer.getResult(carriedCount),
+                               outer.getResult(carriedCount + 1)));
+      emitEpilogue(last, emitLastPV(last));
+    }
   } else if (tiles == 2) {
     scf::ForOp loop0 = emitKeyLoop(nullptr);
     TileValues tile0 = saveTile();

@@ -110,8 +110,10 @@ struct AttentionKernelOptions {
   int64_t tilesPerBlock = 1;
   /// TMA wgmma forward with producerWarp, without pingpong, for ops whose
   /// o is stored by TMA (o in q's element type, head_dim_v == head_dim, a
-  /// multiple of 64): a persistent kernel. The grid is min(query tiles x
-  /// batch, resident blocks) (manifest grid `min(mul(ceil_div(seqlen_q,
+  /// multiple of 64) and whose two Q buffers fit maxSharedBytes (else the
+  /// kernel it would be without): a persistent kernel. The grid is
+  /// min(query tiles x batch, resident blocks) (manifest grid
+  /// `min(mul(ceil_div(seqlen_q,
   /// block_m),batch),resident_blocks)`); block x takes tiles x, x +
   /// nctaid.x, ... of the query tiles x batch entries (causal: pairs of
   /// tiles n - 1 - x and x, two turns each, when the query tile count n is
