@@ -42,6 +42,22 @@ struct CheckTopLevelFunctions
       signalPassFailure();
       return WalkResult::skip();
     });
+    // An fa op in another symbol table (a gpu.module's device code) would
+    // end in the same unrelated legalization error.
+    top.walk([&](Operation *op) {
+      if (op->getName().getDialectNamespace() != "fa")
+        return;
+      Operation *scope = op->getParentWithTrait<OpTrait::SymbolTable>();
+      if (!scope || isa<ModuleOp>(scope))
+        return;
+      mlir::emitError(op->getLoc())
+          << "fa-to-cpu lowers fa ops in the functions of builtin modules; "
+             "this '"
+          << op->getName() << "' lies in a '" << scope->getName()
+          << "' (neither fa-to-cpu nor fa-to-ptx lowers one there): move "
+             "its function to a builtin module";
+      signalPassFailure();
+    });
   }
 };
 

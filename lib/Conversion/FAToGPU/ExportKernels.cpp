@@ -312,13 +312,31 @@ struct FAExportKernelsPass
         return signalPassFailure();
       }
       auto manifest = dyn_cast<DictionaryAttr>(entry.getValue());
-      auto binary = dyn_cast_or_null<gpu::BinaryOp>(
-          SymbolTable::lookupSymbolIn(module, kernel));
-      if (!manifest || !binary) {
-        mlir::emitError(module.getLoc()) << "fa-export-kernels: expected a gpu.binary @"
-                           << kernel
-                           << " and its manifest dictionary (run "
-                              "gpu-module-to-binary first)";
+      if (!manifest) {
+        mlir::emitError(module.getLoc())
+            << "fa-export-kernels: the 'fa.manifests' entry '" << kernel
+            << "' is not a dictionary: " << entry.getValue();
+        return signalPassFailure();
+      }
+      Operation *symbol = SymbolTable::lookupSymbolIn(module, kernel);
+      auto binary = dyn_cast_or_null<gpu::BinaryOp>(symbol);
+      if (!binary) {
+        // A gpu.module of that name is not compiled yet; no symbol at all
+        // is a manifest that outlived its kernel (e.g. an edited module).
+        InFlightDiagnostic diag = mlir::emitError(module.getLoc())
+                                  << "fa-export-kernels: 'fa.manifests' "
+                                     "names the kernel '"
+                                  << kernel << "', ";
+        if (isa_and_nonnull<gpu::GPUModuleOp>(symbol))
+          diag << "whose gpu.module is not compiled yet (run "
+                  "gpu-module-to-binary first)";
+        else if (symbol)
+          diag << "but @" << kernel << " is a '" << symbol->getName()
+               << "', not a gpu.binary";
+        else
+          diag << "but the module holds no gpu.binary @" << kernel
+               << " (a stale entry: remove it, or rerun convert-fa-to-gpu "
+                  "and gpu-module-to-binary)";
         return signalPassFailure();
       }
       // gpu-module-to-binary leaves the binary without a location: report
