@@ -354,14 +354,15 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // Persistent: the tile values of the block's turn `turn` (index), tile
   // L = ctaid.x + turn x nctaid.x of the virtual grid of query tiles x
   // batch entries (x fastest), mapped as the one-tile grid maps its blocks
-  // (causal: longestFirstBlock), with its key blocks in the K/V ring slots
-  // from `ring` on. `persistentTurns`: the block's turn count,
-  // ceil((tiles x entries - ctaid.x) / nctaid.x), at least 1 (the grid has
-  // at most tiles x entries blocks; 0 for a block past them).
+  // (causal: longestFirstBlock, or the pairs below), with its key blocks in
+  // the K/V ring slots from `ring` on. `persistentTurns`: the block's turn
+  // count, ceil((tiles x entries - ctaid.x) / nctaid.x) (pairs: twice
+  // ceil((pairs - ctaid.x) / nctaid.x)), at least 1 (the grid has at most
+  // tiles x entries blocks, and the pairs are taken only when they are at
+  // least as many as the blocks; 0 for a block past them).
   // The tile arithmetic is u32 (as longestFirstBlock's): the virtual grid
   // holds fewer than 2^32 tiles (q would hold over 2^39 rows), and 64-bit
   // divisions cost the 12-warp D 64 kernel a spill.
-  auto u32 = [&](FragmentBuilder &x, int64_t v) { return cstI32(x, v); };
   auto gridX32 = [&](FragmentBuilder &x) {
     return readSpecialRegister(x, "%nctaid.x");
   };
@@ -385,9 +386,9 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   auto usePairs = [&](FragmentBuilder &x, Value n) -> Value {
     Value even = arith::CmpIOp::create(
         x.b, x.loc, arith::CmpIPredicate::eq,
-        arith::AndIOp::create(x.b, x.loc, n, u32(x, 1)), u32(x, 0));
+        arith::AndIOp::create(x.b, x.loc, n, cstI32(x, 1)), cstI32(x, 0));
     Value pairs = arith::MulIOp::create(
-        x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, u32(x, 1)),
+        x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, cstI32(x, 1)),
         entries32(x));
     return arith::AndIOp::create(
         x.b, x.loc, even,
@@ -407,7 +408,7 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       // longest-first order, not taken, would divide by 0: L is clamped.)
       Value lastTile = arith::SubIOp::create(
           x.b, x.loc, arith::MulIOp::create(x.b, x.loc, n, entries32(x)),
-          u32(x, 1));
+          cstI32(x, 1));
       Value clamped = arith::MinUIOp::create(x.b, x.loc, lin, lastTile);
       tile32 = arith::RemUIOp::create(x.b, x.loc, clamped, n);
       entry32 = arith::DivUIOp::create(x.b, x.loc, clamped, n);
@@ -418,21 +419,24 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       // The pair order (half = n / 2, at least 1 for the divisions of an
       // odd n, where it is not taken).
       Value half = arith::MaxUIOp::create(
-          x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, u32(x, 1)),
-          u32(x, 1));
+          x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, cstI32(x, 1)),
+          cstI32(x, 1));
       Value pair = arith::AddIOp::create(
           x.b, x.loc, blockX32(x),
           arith::MulIOp::create(
-              x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, turn32, u32(x, 1)),
+              x.b, x.loc,
+              arith::ShRUIOp::create(x.b, x.loc, turn32, cstI32(x, 1)),
               gridX32(x)));
       Value px = arith::RemUIOp::create(x.b, x.loc, pair, half);
       Value first = arith::CmpIOp::create(
           x.b, x.loc, arith::CmpIPredicate::eq,
-          arith::AndIOp::create(x.b, x.loc, turn32, u32(x, 1)), u32(x, 0));
+          arith::AndIOp::create(x.b, x.loc, turn32, cstI32(x, 1)),
+          cstI32(x, 0));
       Value pairTile = arith::SelectOp::create(
           x.b, x.loc, first,
           arith::SubIOp::create(
-              x.b, x.loc, arith::SubIOp::create(x.b, x.loc, n, u32(x, 1)), px),
+              x.b, x.loc, arith::SubIOp::create(x.b, x.loc, n, cstI32(x, 1)),
+              px),
           px);
       Value pairs = usePairs(x, n);
       tile32 = arith::SelectOp::create(x.b, x.loc, pairs, pairTile, tile32);
@@ -441,10 +445,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
           entry32);
     }
     setTileRows(x, asIndex(x, tile32));
-    qBufferV = asIndex(x, arith::AndIOp::create(x.b, x.loc, turn32, u32(x, 1)));
+    qBufferV =
+        asIndex(x, arith::AndIOp::create(x.b, x.loc, turn32, cstI32(x, 1)));
     qPhase = arith::AndIOp::create(
-        x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, turn32, u32(x, 1)),
-        u32(x, 1));
+        x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, turn32, cstI32(x, 1)),
+        cstI32(x, 1));
     qBase = makeQBase(x);
     ringBase = ring;
     batch = asIndex(x, entry32);
@@ -459,11 +464,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         x.b, x.loc,
         arith::AddIOp::create(
             x.b, x.loc, arith::SubIOp::create(x.b, x.loc, count, block),
-            arith::SubIOp::create(x.b, x.loc, grid, u32(x, 1))),
+            arith::SubIOp::create(x.b, x.loc, grid, cstI32(x, 1))),
         grid);
     Value inGrid = arith::CmpIOp::create(x.b, x.loc, arith::CmpIPredicate::ult,
                                          block, count);
-    return arith::SelectOp::create(x.b, x.loc, inGrid, turns, u32(x, 0))
+    return arith::SelectOp::create(x.b, x.loc, inGrid, turns, cstI32(x, 0))
         .getResult();
   };
   auto persistentTurns = [&](FragmentBuilder &x) -> Value {
@@ -472,10 +477,10 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
         stridedCount(x, arith::MulIOp::create(x.b, x.loc, n, entries32(x)));
     if (ks.causal != CausalKind::none) {
       Value pairs = arith::MulIOp::create(
-          x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, u32(x, 1)),
+          x.b, x.loc, arith::ShRUIOp::create(x.b, x.loc, n, cstI32(x, 1)),
           entries32(x));
-      Value pairTurns =
-          arith::ShLIOp::create(x.b, x.loc, stridedCount(x, pairs), u32(x, 1));
+      Value pairTurns = arith::ShLIOp::create(
+          x.b, x.loc, stridedCount(x, pairs), cstI32(x, 1));
       turns =
           arith::SelectOp::create(x.b, x.loc, usePairs(x, n), pairTurns, turns);
     }
