@@ -277,10 +277,9 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.blockM = blockM;
   // persistent: only where o leaves by TMA (its Q buffer stages o) and
   // tiles-per-block is not 2 (the pass rejects both given).
-  const bool persistentKernel =
-      options.persistent && producerWarp && !options.pingpong &&
-      options.tilesPerBlock != 2 && ks.oElt == ks.elt && ks.d == ks.dv &&
-      ks.d % 64 == 0;
+  const bool persistentKernel = options.persistent && !options.pingpong &&
+                                options.tilesPerBlock != 2 &&
+                                getTensorCoreForwardShape(ks).tmaStoreO();
   int64_t sharedBytes = 0;
   for (int64_t blockN : blockNs) {
     ks.blockN = blockN;
