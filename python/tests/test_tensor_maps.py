@@ -342,3 +342,53 @@ def test_batch_chunk_rejects_one_batch_of_2_31_elements():
                        r"\(index_bits 32\): one batch of 'q' spans 2147483648 "
                        "elements, expected fewer than 2\\^31"):
         batch_chunk(m, tensors(3, 2**25, 8))
+
+
+# --- Function.resident_blocks through a stand-in driver ------------------------
+
+class OccupancyDriver:
+    """The driver calls of Function.resident_blocks; counts them."""
+
+    CUresult = _enum(CUDA_SUCCESS=0)
+    CUdevice_attribute = _enum(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT="SMS")
+
+    def __init__(self, per_sm):
+        self.per_sm, self.calls = per_sm, []
+
+    def cuCtxGetCurrent(self):
+        return 0, 7
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn, threads, shared):
+        self.calls.append(("occupancy", fn, threads, shared))
+        return 0, self.per_sm
+
+    def cuCtxGetDevice(self):
+        return 0, 3
+
+    def cuDeviceGetAttribute(self, attr, dev):
+        self.calls.append(("attribute", attr, dev))
+        return 0, 132
+
+
+def test_resident_blocks_is_occupancy_times_multiprocessors(monkeypatch):
+    """A persistent kernel's resident_blocks: blocks per multiprocessor for
+    its threads and workgroup memory x the device's multiprocessors, asked
+    once per Function and thread count."""
+    fake = OccupancyDriver(per_sm=1)
+    monkeypatch.setattr(cuda_driver, "_cu", fake)
+    fn = _function().fn
+    fn.shared_bytes = 229472
+    assert fn.resident_blocks(384) == 132
+    assert fn.resident_blocks(384) == 132
+    assert fake.calls == [("occupancy", 1, 384, 229472),
+                          ("attribute", "SMS", 3)]
+    fake.per_sm = 2
+    assert fn.resident_blocks(128) == 264
+
+
+def test_resident_blocks_when_no_block_fits(monkeypatch):
+    monkeypatch.setattr(cuda_driver, "_cu", OccupancyDriver(per_sm=0))
+    with pytest.raises(cuda_driver.FaCudaError,
+                       match="kernel main_attention_0 \\(384 threads, 0 bytes "
+                       "of workgroup memory\\) fits no multiprocessor"):
+        _function().fn.resident_blocks(384)
