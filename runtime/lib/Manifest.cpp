@@ -157,21 +157,21 @@ parseGridExpr(std::string_view &rest,
       return false;
     }
     rest.remove_prefix(open + 1);
-    int64_t a = 0, b = 0;
-    if (!parseGridExpr(rest, atomValue, a, error, depth + 1))
-      return false;
-    if (rest.empty() || rest.front() != ',') {
-      error = "expected ',' in " + std::string(name);
-      return false;
+    // Two arguments, each followed by its separator.
+    int64_t args[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      if (!parseGridExpr(rest, atomValue, args[i], error, depth + 1))
+        return false;
+      const char separator = i == 0 ? ',' : ')';
+      if (rest.empty() || rest.front() != separator) {
+        error =
+            i == 0 ? "expected ',' in " + std::string(name)
+                   : "expected ')' after the arguments of " + std::string(name);
+        return false;
+      }
+      rest.remove_prefix(1);
     }
-    rest.remove_prefix(1);
-    if (!parseGridExpr(rest, atomValue, b, error, depth + 1))
-      return false;
-    if (rest.empty() || rest.front() != ')') {
-      error = "expected ')' after the arguments of " + std::string(name);
-      return false;
-    }
-    rest.remove_prefix(1);
+    const int64_t a = args[0], b = args[1];
     if (!atomValue)
       return true;
     if (name == "min") {

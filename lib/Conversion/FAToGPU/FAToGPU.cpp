@@ -297,6 +297,14 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     const bool wide = wideKeyTiles && blockN == kWideBlockN;
     if (wide && fewKeyBlocks)
       continue;
+    // Whether the tiles of `ks` as set fit max-shared-bytes (sharedBytes
+    // keeps their size for the error below).
+    auto fits = [&] {
+      sharedBytes =
+          gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))
+              .bytes;
+      return sharedBytes <= options.maxSharedBytes;
+    };
     for (int64_t stages : stageCounts) {
       ks.wgmmaStages = stages;
       // persistent (one tile per turn, two Q buffers) first where the
@@ -305,10 +313,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
       if (persistentKernel) {
         ks.tilesPerBlock = 1;
         ks.persistent = true;
-        sharedBytes =
-            gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))
-                .bytes;
-        if (sharedBytes <= options.maxSharedBytes)
+        if (fits())
           return ks;
         ks.persistent = false;
       }
@@ -317,10 +322,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
         if (wide && tiles != 2)
           break;
         ks.tilesPerBlock = tiles;
-        sharedBytes =
-            gpukernel::tensorCoreSharedLayout(getTensorCoreForwardShape(ks))
-                .bytes;
-        if (sharedBytes <= options.maxSharedBytes)
+        if (fits())
           return ks;
       }
     }
