@@ -309,7 +309,6 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   target.features = options.features;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
-  device.addPass(createStripDebugInfoPass());
   device.addPass(fa::createFAConvertBF16MmaSyncToNVVM());
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
@@ -318,6 +317,10 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());
+  // Locations stay until here, so that the checks above (a malformed
+  // `fa.tensor_map_params` on a hand-written kernel) point at the source;
+  // the PTX carries no debug lines.
+  device.addPass(createStripDebugInfoPass());
 
   // Serialize each gpu.module to PTX text in a gpu.binary.
   GpuModuleToBinaryPassOptions binary;
