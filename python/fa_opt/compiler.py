@@ -222,6 +222,58 @@ class Artifact:
         return self.entry.get("backward_error")
 
 
+def entry_problem(entry) -> Optional[str]:
+    """Why a parsed ``fa_opt.json`` is not an entry this package can use
+    (None when it is): a config, options with a chip, and the manifests'
+    names are what lookups read."""
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    if not isinstance(entry.get("config"), dict):
+        return "no 'config' object"
+    options = entry.get("options")
+    if not isinstance(options, dict) or not isinstance(options.get("chip"),
+                                                       str):
+        return "no 'options' object with a 'chip'"
+    forward = entry.get("forward")
+    if not isinstance(forward, list) or not forward or \
+            not all(isinstance(name, str) for name in forward):
+        return "no 'forward' list of manifest names"
+    backward = entry.get("backward")
+    if backward is not None and (not isinstance(backward, list) or not all(
+            isinstance(name, str) for name in backward)):
+        return "'backward' is not a list of manifest names"
+    return None
+
+
+def artifact_problem(directory: str, entry) -> Optional[str]:
+    """Why the folder ``directory`` with the parsed ``fa_opt.json``
+    ``entry`` is not a usable compiled configuration (None when it is):
+    :func:`entry_problem`, or a manifest it names that is missing, does not
+    parse (:class:`~fa_opt.manifest.ManifestError`), is of the wrong kind
+    (the first forward name must be a forward manifest, a backward name a
+    backward one), lies outside the folder, or names a PTX file that is
+    missing. Reads only the manifests, not the PTX."""
+    problem = entry_problem(entry)
+    if problem:
+        return problem
+    names = [(name, "forward") for name in entry["forward"][:1]] + \
+        [(name, "backward") for name in entry.get("backward") or ()]
+    for name, kind in names:
+        if os.path.basename(name) != name or name in (".", ".."):
+            return f"the {kind} manifest name '{name}' is not a file name"
+        path = os.path.join(directory, name)
+        try:
+            m = read_any_manifest(path)
+        except (OSError, ValueError) as err:  # ManifestError is a ValueError
+            return f"{kind} manifest '{name}': {err}"
+        if (kind == "forward") != isinstance(m, Manifest):
+            return f"'{name}' is not a {kind} manifest"
+        if not os.path.isfile(m.ptx):
+            return f"{kind} manifest '{name}' names the PTX file " \
+                f"'{os.path.basename(m.ptx)}', which is missing"
+    return None
+
+
 def key_material(config: AttentionConfig, options: CompileOptions,
                  identity: dict) -> dict:
     """Everything the cache key hashes."""
@@ -244,7 +296,9 @@ def compile_attention(config: AttentionConfig,
     material = key_material(config, options, identity)
     material["backward"] = bool(backward)
     key = cache.cache_key(material)
-    entry = cache.lookup(key, cache_root)
+    # A broken entry (a file deleted or truncated since) reads as missing:
+    # compiled again and replaced below.
+    entry = cache.lookup(key, cache_root, check=artifact_problem)
     if entry is None:
         staging = cache.new_staging_dir(cache_root)
         try:
@@ -265,11 +319,18 @@ def compile_attention(config: AttentionConfig,
                     entry["backward_error"] = str(err).splitlines()[0] + \
                         "\n" + _first_error_line(str(err))
             entry["compile_seconds"] = round(time.perf_counter() - start, 3)
-            directory = cache.publish(staging, key, entry, cache_root)
+            # What fa-opt wrote must read back before it is cached.
+            problem = artifact_problem(staging, entry)
+            if problem:
+                raise CompilationError(
+                    f"fa-opt ({tool}) wrote kernels that cannot be used for "
+                    f"{config.short_name()}: {problem}")
+            directory = cache.publish(staging, key, entry, cache_root,
+                                      check=artifact_problem)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        entry = cache.lookup(key, cache_root) or entry
+        entry = cache.lookup(key, cache_root, check=artifact_problem) or entry
     else:
         directory = cache.entry_dir(key, cache_root)
     return Artifact(directory=directory, entry=entry, config=config)
@@ -284,8 +345,21 @@ def _first_error_line(text: str) -> str:
 
 def export_artifact(artifact: Artifact, out_dir: str) -> str:
     """Copies a compiled entry into ``out_dir/<key>/`` (a precompiled
-    folder to carry to a machine without fa-opt)."""
+    folder to carry to a machine without fa-opt). The copy is made in a
+    staging folder of ``out_dir`` and renamed into place, as the cache
+    does: concurrent exports of one entry are safe, a complete copy already
+    there is kept, and a broken one (see :func:`artifact_problem`) is
+    replaced. Raises OSError when ``out_dir`` cannot be written."""
     target = os.path.join(out_dir, os.path.basename(artifact.directory))
-    if not os.path.isdir(target):
-        shutil.copytree(artifact.directory, target)
-    return target
+    entry = cache.lookup(os.path.basename(target), out_dir,
+                         check=artifact_problem)
+    if entry is not None:
+        return target
+    os.makedirs(out_dir, exist_ok=True)
+    staging = cache.new_staging_dir(out_dir)
+    try:
+        shutil.copytree(artifact.directory, staging, dirs_exist_ok=True)
+        return cache.install(staging, target, check=artifact_problem)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

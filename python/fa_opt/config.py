@@ -63,6 +63,10 @@ def default_scale(head_dim: int) -> float:
 
 
 def check_scale(scale: float) -> float:
+    """``scale`` as a float; TypeError for a bool or a non-number,
+    ValueError unless finite and positive."""
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number, got {scale!r}")
     scale = float(scale)
     if not math.isfinite(scale) or scale <= 0.0:
         raise ValueError(
@@ -163,6 +167,8 @@ OPTION_FIELDS = {
     "deterministic": "deterministic", "index-bitwidth": "index_bitwidth",
     "output-dir": "the compile's output folder"}
 
+_CHIP = re.compile(r"sm_[0-9]+[a-z]?")
+_FEATURES = re.compile(r"[+-]?[A-Za-z0-9_.]+(?:,[+-]?[A-Za-z0-9_.]+)*")
 _OPTION = re.compile(r"([a-z][a-z0-9]*(?:-[a-z0-9]+)*)=([^\s'\"{}]+)")
 
 
@@ -230,6 +236,28 @@ class CompileOptions:
 
     def __post_init__(self):
         self._check_extra()
+        # chip and features go into --fa-to-ptx="..." as they are: one word
+        # each, so that neither can carry further options.
+        if not isinstance(self.chip, str) or not _CHIP.fullmatch(self.chip):
+            raise ValueError("chip must be a CUDA architecture name such as "
+                             f"'sm_90a' or 'sm_80', got {self.chip!r}")
+        if self.features is not None and (
+                not isinstance(self.features, str)
+                or not _FEATURES.fullmatch(self.features)):
+            raise ValueError("features must be a PTX feature string such as "
+                             f"'+ptx80', or None, got {self.features!r}")
+        for name in ("block_m", "block_n"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value,
+                                                         numbers.Integral):
+                raise TypeError(f"{name} must be a positive integer or None "
+                                f"(the pipeline's default), got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be a positive integer or "
+                                 f"None, got {value!r}")
+            object.__setattr__(self, name, int(value))
         for name in ("tma", "producer_warp", "dq_atomics", "deterministic"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):

@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import cache
 from .compiler import (Artifact, CompilationError, FaOptNotFoundError,
-                       compile_attention, find_fa_opt)
+                       artifact_problem, compile_attention, find_fa_opt)
 from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
 from .layout import (TensorMapArgs, memref_params, one_batch_span,
                      tensor_map_args)
@@ -243,29 +243,6 @@ def _manifest_config_matches(m: Manifest, c: AttentionConfig) -> bool:
 _MAX_MANIFEST_BYTES = 1 << 20
 
 
-def _entry_problem(entry) -> Optional[str]:
-    """Why a parsed ``fa_opt.json`` is not an entry the registry can use
-    (None when it is): a config, options with a chip, and the forward
-    manifest's name are what lookups read."""
-    if not isinstance(entry, dict):
-        return "not a JSON object"
-    if not isinstance(entry.get("config"), dict):
-        return "no 'config' object"
-    options = entry.get("options")
-    if not isinstance(options, dict) or not isinstance(options.get("chip"),
-                                                       str):
-        return "no 'options' object with a 'chip'"
-    forward = entry.get("forward")
-    if not isinstance(forward, list) or not forward or \
-            not all(isinstance(name, str) for name in forward):
-        return "no 'forward' list of manifest names"
-    backward = entry.get("backward")
-    if backward is not None and (not isinstance(backward, list) or not all(
-            isinstance(name, str) for name in backward)):
-        return "'backward' is not a list of manifest names"
-    return None
-
-
 class Registry:
     """Kernel lookup, compile and memo (one per process: :data:`registry`)."""
 
@@ -309,13 +286,14 @@ class Registry:
                 continue
             covered = set()
             for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".staging-")]
+                dirnames[:] = [d for d in dirnames if not d.startswith(".staging-")
+                               and ".broken-" not in d]
                 if cache.ENTRY_FILE in filenames:
                     entry_path = os.path.join(dirpath, cache.ENTRY_FILE)
                     try:
                         with open(entry_path) as f:
                             entry = json.load(f)
-                        problem = _entry_problem(entry)
+                        problem = artifact_problem(dirpath, entry)
                         config = None if problem else \
                             AttentionConfig(**entry["config"])
                     except (OSError, ValueError, KeyError, TypeError) as err:

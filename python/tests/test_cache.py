@@ -87,3 +87,28 @@ def test_unwritable_cache_folder_is_named(tmp_path, monkeypatch):
         cache.new_staging_dir()
     with pytest.raises(OSError, match=r"cannot write the cache folder '"):
         cache.new_staging_dir(str(blocker / "other"))
+
+
+def test_publish_replaces_a_broken_entry(tmp_path):
+    root = str(tmp_path)
+    os.makedirs(os.path.join(root, "k"))
+    open(os.path.join(root, "k", cache.ENTRY_FILE), "w").write("{broken")
+    a = cache.new_staging_dir(root)
+    cache.publish(a, "k", {"who": "a"}, root)
+    assert cache.lookup("k", root) == {"who": "a"}
+    # A check that refuses the entry: the next publish replaces it.
+    b = cache.new_staging_dir(root)
+    cache.publish(b, "k", {"who": "b"}, root,
+                  check=lambda d, e: "bad" if e["who"] == "a" else None)
+    assert cache.lookup("k", root) == {"who": "b"}
+    assert cache.lookup("k", root, check=lambda d, e: "no") is None
+    assert sorted(os.listdir(root)) == ["k"]
+
+
+def test_staging_folders_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        d = cache.new_staging_dir(str(tmp_path))
+    finally:
+        os.umask(old)
+    assert os.stat(d).st_mode & 0o777 == 0o755

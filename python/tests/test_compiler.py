@@ -281,3 +281,110 @@ def test_deterministic_backward_raises_or_warns(error):
         deterministic_backward(ks, fetch)
     with pytest.warns(UserWarning, match="not deterministic"):
         assert deterministic_backward(ks, fetch, warn_only=True) is ks
+
+
+def _break_json(directory, text):
+    with open(os.path.join(directory, "fa_opt.json"), "w") as f:
+        f.write(text)
+
+
+@pytest.mark.parametrize("how", ["not json", "list", "empty object",
+                                 "manifest deleted", "manifest truncated",
+                                 "ptx deleted", "backward deleted"])
+def test_broken_cache_entry_is_compiled_again(fa_opt_tool, cache_root, how):
+    """An entry damaged after it was written (by hand, a full disk) reads
+    as missing: the next compile replaces it, and the CLI prints no
+    traceback (hostile-user pass, thirty-eighth session)."""
+    from fa_opt.__main__ import main
+    config = AttentionConfig("bf16", 32)
+    first = compile_attention(config)
+    d = first.directory
+    fwd = os.path.join(d, first.entry["forward"][0])
+    if how == "not json":
+        _break_json(d, "{broken")
+    elif how == "list":
+        _break_json(d, "[]")
+    elif how == "empty object":
+        _break_json(d, "{}")
+    elif how == "manifest deleted":
+        os.remove(fwd)
+    elif how == "manifest truncated":
+        with open(fwd, "w") as f:
+            f.write("version 3\n")
+    elif how == "ptx deleted":
+        os.remove(first.forward_manifest().ptx)
+    else:
+        os.remove(os.path.join(d, first.entry["backward"][0]))
+    assert compiler.artifact_problem(d, compiler.cache._read_entry(d) or
+                                     "unreadable") is not None
+    second = compile_attention(config)
+    assert second.directory == d
+    assert compiler.artifact_problem(d, second.entry) is None
+    assert second.forward_manifest().kernel == first.forward_manifest().kernel
+    # Nothing left aside, and the CLI finds the entry whole.
+    assert [n for n in os.listdir(cache_root) if n.startswith(".")] == []
+    if how != "list":
+        _break_json(d, "[]")
+    assert main(["compile", "--dtype", "bf16", "--head-dim", "32"]) == 0
+
+
+def test_fa_opt_writing_a_bad_manifest_is_not_cached(tmp_path, monkeypatch,
+                                                     cache_root):
+    fake = tmp_path / "fa-opt"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
+                    "printf 'garbage\\n' > fake.manifest; exit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FA_OPT", str(fake))
+    with pytest.raises(CompilationError,
+                       match="wrote kernels that cannot be used for "
+                             "bf16_d64_none: forward manifest 'fake.manifest'"):
+        compile_attention(AttentionConfig("bf16", 64), backward=False)
+    assert os.listdir(cache_root) == []
+
+
+def test_export_is_atomic_and_repairs_a_partial_copy(fa_opt_tool, cache_root,
+                                                     tmp_path):
+    import threading
+    art = compile_attention(AttentionConfig("f16", 32))
+    out = str(tmp_path / "out")
+    errors, results = [], []
+
+    def export():
+        try:
+            results.append(compiler.export_artifact(art, out))
+        except Exception as err:  # noqa: BLE001 (collected for the assert)
+            errors.append(err)
+
+    threads = [threading.Thread(target=export) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(set(results)) == 1
+    target = results[0]
+    assert sorted(os.listdir(out)) == [os.path.basename(target)]
+    assert sorted(os.listdir(target)) == sorted(os.listdir(art.directory))
+    # An interrupted copy (manifests and PTX gone) is made whole again.
+    for name in os.listdir(target):
+        if name.endswith((".manifest", ".ptx")):
+            os.remove(os.path.join(target, name))
+    assert compiler.export_artifact(art, out) == target
+    assert sorted(os.listdir(target)) == sorted(os.listdir(art.directory))
+    assert sorted(os.listdir(out)) == [os.path.basename(target)]
+
+
+def test_list_warns_about_a_broken_entry(fa_opt_tool, cache_root, tmp_path,
+                                         capsys):
+    from fa_opt.__main__ import main
+    out = tmp_path / "kernels"
+    assert main(["compile", "--head-dim", "32", "--out", str(out)]) == 0
+    (entry,) = os.listdir(out)
+    for name in os.listdir(out / entry):
+        if name.startswith("fa_bwd") and name.endswith(".manifest"):
+            os.remove(out / entry / name)
+    capsys.readouterr()
+    assert main(["list", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "backward yes" not in captured.out
+    assert f"warning: skipped {out / entry / 'fa_opt.json'}: backward " \
+        "manifest" in captured.err

@@ -187,3 +187,36 @@ def test_compile_options_extra():
             (("stages=",), ValueError, "expected KEY=VALUE")):
         with pytest.raises(error, match=match):
             CompileOptions(extra=extra)
+
+
+@pytest.mark.parametrize("kwargs, error, text", [
+    ({"chip": "sm_90a block-m=7"}, ValueError, "chip must be a CUDA"),
+    ({"chip": "SM90"}, ValueError, "chip must be a CUDA"),
+    ({"chip": 90}, ValueError, "chip must be a CUDA"),
+    ({"features": "+ptx80 tma=false"}, ValueError, "features must be"),
+    ({"features": ""}, ValueError, "features must be"),
+    ({"block_m": float("nan")}, TypeError, "block_m must be a positive"),
+    ({"block_m": "64"}, TypeError, "block_m must be a positive"),
+    ({"block_n": True}, TypeError, "block_n must be a positive"),
+    ({"block_n": 0}, ValueError, "block_n must be a positive"),
+])
+def test_compile_options_refuse_what_would_not_be_one_option(kwargs, error,
+                                                             text):
+    """chip and features go into --fa-to-ptx="..." as they are: they may
+    not smuggle in other options (hostile-user pass, thirty-eighth
+    session)."""
+    with pytest.raises(error, match=text):
+        CompileOptions(**kwargs)
+
+
+def test_compile_options_accept_chips_and_features():
+    for chip in ("sm_70", "sm_80", "sm_90a", "sm_100a"):
+        assert CompileOptions(chip=chip).pipeline_options()[0] == f"chip={chip}"
+    assert "features=+ptx80" in CompileOptions(
+        features="+ptx80").pipeline_options()
+    assert "block-m=64" in CompileOptions(block_m=64).pipeline_options()
+
+
+def test_scale_refuses_bools():
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        AttentionConfig("bf16", 64, scale=True)
