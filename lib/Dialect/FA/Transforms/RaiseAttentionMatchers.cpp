@@ -1170,6 +1170,11 @@ std::optional<Contraction> raise::matchContraction(Operation *op,
   if (!isZeroFilled(out->get())) {
     why = "'" + op->getName().getStringRef().str() +
           "' accumulating into a tensor that is not zero-filled";
+    // The chain may hold two products of one name: say which.
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(op->getLoc()))
+      why += " (the product at " + fileLoc.getFilename().str() + ":" +
+             std::to_string(fileLoc.getLine()) + ":" +
+             std::to_string(fileLoc.getColumn()) + ")";
     return std::nullopt;
   }
   return c;
@@ -1580,7 +1585,11 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
       x = e->args[1];
     }
     if (c->kind != Expr::Const) {
-      why = "the scores are scaled by a value that is not a constant";
+      // (Constants of more than one value are leaves.)
+      why = c->kind == Expr::Leaf && matchPattern(c->value, m_Constant())
+                ? "the scores are scaled by a constant tensor of more than "
+                  "one value (expected one scale for every score)"
+                : "the scores are scaled by a value that is not a constant";
       return std::nullopt;
     }
     if (!(c->cst > 0) || !std::isfinite(c->cst)) {

@@ -208,7 +208,8 @@ func.func @scores_into_empty_init(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, 
   %p = linalg.softmax dimension(2) ins(%s : tensor<2x8x8xf32>) outs(%s0 : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
   %o0 = tensor.empty() : tensor<2x8x4xf32>
   %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
-  // expected-remark @+1 {{not raised to fa.attention: the scores are computed with 'linalg.batch_matmul' accumulating into a tensor that is not zero-filled}}
+  // The remark names which of the two batch_matmuls (line 206, the q k^T one).
+  // expected-remark @+1 {{not raised to fa.attention: the scores are computed with 'linalg.batch_matmul' accumulating into a tensor that is not zero-filled (the product at }}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%oz : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
@@ -1368,6 +1369,41 @@ func.func @tosa_probabilities_through_floor(%q: tensor<2x3x8x4xf32>, %k: tensor<
   %pc = tosa.floor %p : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
   %p3 = tosa.reshape %pc, %s3s : (tensor<2x3x8x8xf32>, !tosa.shape<3>) -> tensor<6x8x8xf32>
   // expected-remark @+1 {{not raised to fa.attention: the probabilities reach the product through an unsupported op 'tosa.floor'}}
+  %o = tosa.matmul %p3, %vr, %zp, %zp : (tensor<6x8x8xf32>, tensor<6x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x4xf32>
+  %o4 = tosa.reshape %o, %s4o : (tensor<6x8x4xf32>, !tosa.shape<4>) -> tensor<2x3x8x4xf32>
+  return %o4 : tensor<2x3x8x4xf32>
+}
+
+// -----
+
+// TOSA: the scores scaled by a constant of one value per head (not a
+// splat): no single scale, and the remark says it is a constant of more
+// than one value rather than "not a constant".
+// CHECK-LABEL: func.func @tosa_scale_per_head_constant
+// CHECK-NOT: fa.attention
+func.func @tosa_scale_per_head_constant(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>) -> tensor<2x3x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %scale = "tosa.const"() <{values = dense<[[[[0.5]], [[0.25]], [[0.125]]]]> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+  %s3 = tosa.const_shape {values = dense<[6, 8, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s3s = tosa.const_shape {values = dense<[6, 8, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4s = tosa.const_shape {values = dense<[2, 3, 8, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %s4o = tosa.const_shape {values = dense<[2, 3, 8, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %qr = tosa.reshape %q, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %kr = tosa.reshape %k, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %vr = tosa.reshape %v, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %kt = tosa.transpose %kr {perms = array<i32: 0, 2, 1>} : (tensor<6x8x4xf32>) -> tensor<6x4x8xf32>
+  %s = tosa.matmul %qr, %kt, %zp, %zp : (tensor<6x8x4xf32>, tensor<6x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x8xf32>
+  %s4 = tosa.reshape %s, %s4s : (tensor<6x8x8xf32>, !tosa.shape<4>) -> tensor<2x3x8x8xf32>
+  %sc = tosa.mul %s4, %scale, %shift : (tensor<2x3x8x8xf32>, tensor<1x3x1x1xf32>, tensor<1xi8>) -> tensor<2x3x8x8xf32>
+  %mx = tosa.reduce_max %sc {axis = 3 : i32} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x1xf32>
+  %d = tosa.sub %sc, %mx : (tensor<2x3x8x8xf32>, tensor<2x3x8x1xf32>) -> tensor<2x3x8x8xf32>
+  %e = tosa.exp %d : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 3 : i32} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<2x3x8x1xf32>) -> tensor<2x3x8x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<2x3x8x8xf32>, tensor<2x3x8x1xf32>, tensor<1xi8>) -> tensor<2x3x8x8xf32>
+  %p3 = tosa.reshape %p, %s3s : (tensor<2x3x8x8xf32>, !tosa.shape<3>) -> tensor<6x8x8xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scores are scaled by a constant tensor of more than one value (expected one scale for every score)}}
   %o = tosa.matmul %p3, %vr, %zp, %zp : (tensor<6x8x8xf32>, tensor<6x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x4xf32>
   %o4 = tosa.reshape %o, %s4o : (tensor<6x8x4xf32>, !tosa.shape<4>) -> tensor<2x3x8x4xf32>
   return %o4 : tensor<2x3x8x4xf32>

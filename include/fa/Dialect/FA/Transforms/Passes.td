@@ -172,7 +172,10 @@ def FARaiseAttention : Pass<"fa-raise-attention"> {
       multiplications or divisions by positive constants (on the scores, or
       on q or k when exact: a power of two or computed in f32), an additive
       float mask tensor (broadcast over batch dims; it becomes the op's
-      mask, scaled by beta when beta != 1; a mask computed from other
+      mask, scaled by beta when beta != 1, where beta comes from a scaling
+      of the masked scores, `(q k^T + mask) * c`: a mask term scaled inside
+      the same elementwise op, `q k^T + mask * c`, is refused; a mask
+      computed from other
       tensors in an op of its own is taken as the tensor that op writes), an i1 mask through a select
       (keeping keys where it is true, or hiding them there as
       `masked_fill(mask, -inf)` does: the op gets its negation; under
