@@ -195,7 +195,12 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
              "tensor-cores=true, tma=true), " +
              *why;
   }
-  if (given(options.persistent) && options.persistent) {
+  std::optional<fa::FeatureChoice> persistent =
+      fa::parseFeatureChoice(options.persistent);
+  if (!persistent)
+    return "fa-to-ptx: expected persistent false, auto or true, got '" +
+           options.persistent + "'";
+  if (*persistent == fa::FeatureChoice::On) {
     if (!options.producerWarp || options.pingpong || options.tilesPerBlock == 2)
       return "fa-to-ptx: persistent=true needs producer-warp=true, "
              "pingpong=false and tiles-per-block other than 2";
@@ -289,7 +294,8 @@ void mlir::fa::buildFAToPTXPipeline(OpPassManager &pm,
   kernel.producerWarp = kernel.tma && options.producerWarp;
   kernel.pingpong = kernel.producerWarp && options.pingpong;
   kernel.tilesPerBlock = kernel.producerWarp ? options.tilesPerBlock : 1;
-  kernel.persistent = kernel.producerWarp && options.persistent;
+  kernel.persistent =
+      kernel.producerWarp ? options.persistent.getValue() : "false";
   kernel.backwardProducerWarp =
       kernel.tma ? options.backwardProducerWarp.getValue() : "false";
   kernel.pairKeyBlocks = options.pairKeyBlocks;

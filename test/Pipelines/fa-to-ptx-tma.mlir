@@ -6,7 +6,9 @@
 // and no serialized wgmma.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a output-dir=%t" -o /dev/null
+// The D 128 forward below is the two-tile kernel (persistent=false; the
+// default auto makes it persistent: fa-to-ptx-persistent.mlir).
+// RUN: fa-opt %s --fa-to-ptx="chip=sm_90a persistent=false output-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/bf16_d128_none_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/bf16_d128_none_attention_0.manifest
 // Each product is emitted once per place it runs: S = Q K^T (eight k16

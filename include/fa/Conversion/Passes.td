@@ -363,11 +363,12 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "dynamic or over five key blocks), else 1. Other values, or 2 "
            "without producer-warp or with pingpong: an error; ignored by "
            "ops that take another kernel">,
-    Option<"persistent", "persistent", "bool", /*default=*/"false",
+    Option<"persistent", "persistent", "std::string", /*default=*/"\"false\"",
            "TMA wgmma forward with `producer-warp`, without `pingpong`, "
            "for ops whose o leaves by TMA (o in q's type, head_dim_v == "
            "head_dim, a multiple of 64) and whose two Q buffers fit "
-           "`max-shared-bytes`: a persistent kernel. The grid is "
+           "`max-shared-bytes`: a persistent kernel with 128-key tiles. "
+           "The grid is "
            "min(query tiles x batch, resident blocks) (manifest grid "
            "`min(mul(ceil_div(seqlen_q,block_m),batch),resident_blocks)`, "
            "resident_blocks from the launcher's occupancy query); block x "
@@ -380,10 +381,14 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "tile's S_0 is issued right after the last P V and the finished "
            "tile's o is written while it runs (with three, as at D 64, "
            "each tile ends alone: the peel spilled) (FlashAttention-3, Shah "
-           "et al. 2024, Section 3.1). Off by default: not yet measured "
-           "on a GPU (docs/PERFORMANCE.md). Overrides tiles-per-block for "
-           "those ops; other ops ignore it; with tiles-per-block=2, "
-           "pingpong, or without producer-warp: an error">,
+           "et al. 2024, Section 3.1). `false`: never; `auto`: where it "
+           "was measured faster, the kernels with two consumer warpgroups "
+           "(head dims above 64) with the automatic tiles-per-block (H100, "
+           "D 128: +5% at T 2k, +1% at T 4k, even at T 8k-16k; D 64 2-10% "
+           "slower; docs/PERFORMANCE.md, thirty-eighth session); `true`: "
+           "every op it applies to, overriding tiles-per-block. Other ops "
+           "ignore it. Errors: another value; `true` with "
+           "tiles-per-block=2, pingpong, or without producer-warp">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "fa.attention_backward: compute dq in a separate kernel over "
            "query blocks instead of with f32 atomics, so that dq is bitwise "

@@ -138,18 +138,20 @@ struct FAToPTXPipelineOptions
           "or 2 without producer-warp or with pingpong: an "
           "error"),
       llvm::cl::init(0)};
-  PassOptions::Option<bool> persistent{
+  PassOptions::Option<std::string> persistent{
       *this, "persistent",
       llvm::cl::desc(
           "With producer-warp, without pingpong: a persistent TMA wgmma "
-          "forward (grid min(query tiles x batch, resident blocks), the "
-          "tile boundaries peeled with one or two consumer warpgroups) for "
-          "ops whose o leaves by TMA (o in q's type, head_dim_v == "
-          "head_dim, a multiple of 64); others ignore it "
-          "(convert-fa-to-gpu); off by default, not yet measured on a "
-          "GPU. Given as true with tiles-per-block=2, pingpong or without "
-          "producer-warp: an error"),
-      llvm::cl::init(false)};
+          "forward (grid min(query tiles x batch, resident blocks), 128-key "
+          "tiles, the tile boundaries peeled with one or two consumer "
+          "warpgroups) for ops whose o leaves by TMA (o in q's type, "
+          "head_dim_v == head_dim, a multiple of 64); others ignore it "
+          "(convert-fa-to-gpu). auto: where measured faster, the kernels "
+          "with two consumer warpgroups (head dim 128) with the automatic "
+          "tiles-per-block; true: wherever it applies; false: never. "
+          "Another value, or true with tiles-per-block=2, pingpong or "
+          "without producer-warp: an error"),
+      llvm::cl::init("auto")};
   PassOptions::Option<bool> deterministic{
       *this, "deterministic",
       llvm::cl::desc("fa.attention_backward: dq from its own kernel over "

@@ -276,8 +276,18 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   ks.mTilesPerWarp = 1;
   ks.blockM = blockM;
   // persistent: only where o leaves by TMA (its Q buffer stages o) and
-  // tiles-per-block is not 2 (the pass rejects both given).
-  const bool persistentKernel = options.persistent && !options.pingpong &&
+  // tiles-per-block is not 2 (the pass rejects both given). `auto`: the
+  // kernels with two consumer warpgroups at head dims above 64 (those
+  // that take two tiles per block otherwise), with the automatic
+  // tiles-per-block: H100, paired against SDPA cuDNN, D 128 without a mask
+  // 0.946 -> 0.997 at T 2k, 0.986 -> 0.997 at T 4k, even at T 8k-16k;
+  // causal +1-4% at T 2k-4k (docs/PERFORMANCE.md, thirty-eighth session).
+  // D 64 (three consumer warpgroups, no peel) measured 2-10% slower.
+  const bool persistentWanted =
+      options.persistent == FeatureChoice::On ||
+      (options.persistent == FeatureChoice::Auto && autoTiles && producerWarp &&
+       !options.pingpong && warps == 8 && std::max(ks.d, ks.dv) > 64);
+  const bool persistentKernel = persistentWanted && !options.pingpong &&
                                 options.tilesPerBlock != 2 &&
                                 getTensorCoreForwardShape(ks).tmaStoreO();
   int64_t sharedBytes = 0;
@@ -295,7 +305,9 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     // The wide tiles only with two query tiles per block (with one, they
     // measured 2-4% slower at T 2k-4k than 128 keys with two).
     const bool wide = wideKeyTiles && blockN == kWideBlockN;
-    if (wide && fewKeyBlocks)
+    // (The persistent kernel with the wide tiles measured 0.5-1% slower
+    // than with 128 keys at T 2k-8k.)
+    if (wide && (fewKeyBlocks || persistentKernel))
       continue;
     // Whether the tiles of `ks` as set fit max-shared-bytes (sharedBytes
     // keeps their size for the error below).
@@ -815,12 +827,11 @@ static void buildKernelBody(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
   gpu::ReturnOp::create(b, loc);
 }
 
-std::optional<BackwardProducerWarp>
-mlir::fa::parseBackwardProducerWarp(StringRef value) {
-  return llvm::StringSwitch<std::optional<BackwardProducerWarp>>(value)
-      .Cases({"false", "False", "FALSE", "0"}, BackwardProducerWarp::Off)
-      .Case("auto", BackwardProducerWarp::Auto)
-      .Cases({"true", "True", "TRUE", "1"}, BackwardProducerWarp::On)
+std::optional<FeatureChoice> mlir::fa::parseFeatureChoice(StringRef value) {
+  return llvm::StringSwitch<std::optional<FeatureChoice>>(value)
+      .Cases({"false", "False", "FALSE", "0"}, FeatureChoice::Off)
+      .Case("auto", FeatureChoice::Auto)
+      .Cases({"true", "True", "TRUE", "1"}, FeatureChoice::On)
       .Default(std::nullopt);
 }
 
@@ -970,7 +981,15 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.producerWarp = producerWarp;
     options.pingpong = pingpong;
     options.tilesPerBlock = tilesPerBlock;
-    options.persistent = persistent;
+    std::optional<FeatureChoice> persistentChoice =
+        parseFeatureChoice(persistent);
+    if (!persistentChoice) {
+      emitError(module.getLoc(), "convert-fa-to-gpu: expected persistent "
+                                 "false, auto or true, got '")
+          << persistent << "'";
+      return signalPassFailure();
+    }
+    options.persistent = *persistentChoice;
     std::optional<BackwardProducerWarp> backwardProducer =
         parseBackwardProducerWarp(backwardProducerWarp);
     if (!backwardProducer) {
@@ -1023,10 +1042,11 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
         needs(options.tma, "tma=true", options.wgmma,
               "the wgmma kernels (wgmma=true)") ||
         needs(options.producerWarp || options.pingpong ||
-                  options.tilesPerBlock == 2 || options.persistent,
+                  options.tilesPerBlock == 2 ||
+                  options.persistent == FeatureChoice::On,
               "producer-warp, pingpong, tiles-per-block=2 or persistent",
               options.tma, "the TMA wgmma kernels (wgmma=true tma=true)") ||
-        needs(options.persistent, "persistent=true",
+        needs(options.persistent == FeatureChoice::On, "persistent=true",
               options.producerWarp && !options.pingpong &&
                   options.tilesPerBlock != 2,
               "producer-warp=true without pingpong or tiles-per-block=2"))

@@ -36,21 +36,32 @@ class AttentionBackwardOp;
 /// dictionary (docs/ARTIFACTS.md keys, less `version`, `ptx` and `chip`).
 inline constexpr llvm::StringLiteral kManifestsAttrName = "fa.manifests";
 
-/// Whether the sm_90a wgmma backward's `_dkdv` kernel gets a producer
-/// warpgroup (the `backward-producer-warp` option).
-enum class BackwardProducerWarp {
+/// A kernel feature chosen by a `false|auto|true` option
+/// (`backward-producer-warp`, `persistent`).
+enum class FeatureChoice {
   /// Never.
   Off,
-  /// Where it was measured faster on the H200 (docs/PERFORMANCE.md,
-  /// "Seventeenth run"): a top-left causal mask with head dims D = Dv =
-  /// 128.
+  /// Where it was measured faster (each option says where).
   Auto,
-  /// Wherever the kernel can take it (else an error on the op).
+  /// Wherever the kernel can take it.
   On,
 };
 
+/// Whether the sm_90a wgmma backward's `_dkdv` kernel gets a producer
+/// warpgroup (the `backward-producer-warp` option; `Auto`: head dims D =
+/// Dv = 128 without a mask or with a top-left causal one,
+/// docs/PERFORMANCE.md).
+using BackwardProducerWarp = FeatureChoice;
+
+/// Parses a `false|auto|true` option value (also `0`/`1` and the
+/// capitalized spellings of a boolean option); nullopt for anything else.
+std::optional<FeatureChoice> parseFeatureChoice(StringRef value);
+
 /// Parses a `backward-producer-warp` value: `false`, `auto` or `true`.
-std::optional<BackwardProducerWarp> parseBackwardProducerWarp(StringRef value);
+inline std::optional<BackwardProducerWarp>
+parseBackwardProducerWarp(StringRef value) {
+  return parseFeatureChoice(value);
+}
 
 /// Block sizes of the GPU kernel.
 struct AttentionKernelOptions {
@@ -122,8 +133,11 @@ struct AttentionKernelOptions {
   /// with one or two consumer warpgroups every tile boundary is peeled as
   /// tiles-per-block = 2 peels its one (with three each tile ends alone)
   /// (FlashAttention-3's persistent kernel, Shah et al. 2024, Section
-  /// 3.1). Overrides tilesPerBlock for those ops; others ignore it.
-  bool persistent = false;
+  /// 3.1), with 128-key tiles. `On` overrides tilesPerBlock for those ops;
+  /// `Auto` takes it where it was measured faster: the kernels with two
+  /// consumer warpgroups (head dims above 64, num-warps 8) and the
+  /// automatic tilesPerBlock (0). Others ignore it.
+  FeatureChoice persistent = FeatureChoice::Off;
   /// Backward only: compute dq in its own kernel over query blocks (no
   /// atomics, bitwise reproducible) instead of f32 atomics from the dk/dv
   /// kernel.
