@@ -22,6 +22,10 @@
 // RUN: FileCheck %s --check-prefix=KEEP < %t/auto/f16_d64_causal_attention_0.manifest
 // RUN: FileCheck %s --check-prefix=KEEP < %t/auto/bf16_d64_none_attention_0.manifest
 // RUN: cmp %t/bf16_d128_none_attention_0.ptx %t/auto/bf16_d128_none_attention_0.ptx
+// auto leaves out a static Tk of five key blocks or fewer (persistent,
+// Tq 100 and Tk 300 spilled 136 bytes), as the two-tile kernel does.
+// RUN: FileCheck %s --check-prefix=KEEP < %t/auto/bf16_d128_static_short_attention_0.manifest
+// RUN: %ptxas -arch=sm_90a -v %t/auto/bf16_d128_static_short_attention_0.ptx -o %t/f.cubin 2>&1 | FileCheck %s --check-prefix=NOSPILL
 // With auto, a tiles-per-block given keeps the kernel it names.
 // RUN: fa-opt %s --fa-to-ptx="chip=sm_90a tiles-per-block=1 output-dir=%t/tpb1" -o /dev/null
 // RUN: FileCheck %s --check-prefix=KEEP < %t/tpb1/bf16_d128_none_attention_0.manifest
@@ -138,4 +142,9 @@ func.func @bf16_d32(%q: tensor<?x?x32xbf16>, %k: tensor<?x?x32xbf16>, %v: tensor
 func.func @bf16_d64_dv32(%q: tensor<?x?x64xbf16>, %k: tensor<?x?x64xbf16>, %v: tensor<?x?x32xbf16>) -> tensor<?x?x32xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x?x32xbf16> -> tensor<?x?x32xbf16>
   return %o : tensor<?x?x32xbf16>
+}
+
+func.func @bf16_d128_static_short(%q: tensor<?x100x128xbf16>, %k: tensor<?x300x128xbf16>, %v: tensor<?x300x128xbf16>) -> tensor<?x100x128xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x100x128xbf16>, tensor<?x300x128xbf16>, tensor<?x300x128xbf16> -> tensor<?x100x128xbf16>
+  return %o : tensor<?x100x128xbf16>
 }

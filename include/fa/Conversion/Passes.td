@@ -383,10 +383,13 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "each tile ends alone: the peel spilled) (FlashAttention-3, Shah "
            "et al. 2024, Section 3.1). `false`: never; `auto`: where it "
            "was measured faster, the kernels with two consumer warpgroups "
-           "(head dims above 64) with the automatic tiles-per-block (H100, "
+           "(head dims above 64) with the automatic tiles-per-block and a "
+           "dynamic Tk or one of more than five key blocks (H100, "
            "D 128: +5% at T 2k, +1% at T 4k, even at T 8k-16k; D 64 2-10% "
            "slower; docs/PERFORMANCE.md, thirty-eighth session); `true`: "
-           "every op it applies to, overriding tiles-per-block. Other ops "
+           "every op it applies to, overriding tiles-per-block (with a "
+           "static Tk of few key blocks ptxas can spill: 136 bytes at Tq "
+           "100, Tk 300, D 128). Other ops "
            "ignore it. Errors: another value; `true` with "
            "tiles-per-block=2, pingpong, or without producer-warp">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",

@@ -148,7 +148,8 @@ struct FAToPTXPipelineOptions
           "head_dim_v == head_dim, a multiple of 64); others ignore it "
           "(convert-fa-to-gpu). auto: where measured faster, the kernels "
           "with two consumer warpgroups (head dim 128) with the automatic "
-          "tiles-per-block; true: wherever it applies; false: never. "
+          "tiles-per-block, unless Tk is static with at most five key "
+          "blocks; true: wherever it applies; false: never. "
           "Another value, or true with tiles-per-block=2, pingpong or "
           "without producer-warp: an error"),
       llvm::cl::init("auto")};

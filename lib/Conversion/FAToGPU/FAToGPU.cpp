@@ -306,8 +306,13 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     // measured 2-4% slower at T 2k-4k than 128 keys with two).
     const bool wide = wideKeyTiles && blockN == kWideBlockN;
     // (The persistent kernel with the wide tiles measured 0.5-1% slower
-    // than with 128 keys at T 2k-8k.)
-    if (wide && (fewKeyBlocks || persistentKernel))
+    // than with 128 keys at T 2k-8k.) `auto` leaves out a static Tk of at
+    // most five key blocks, as the two tiles do: with Tq 100 and Tk 300
+    // static (no mask) ptxas spilled 136 bytes.
+    const bool persistentHere =
+        persistentKernel &&
+        !(options.persistent == FeatureChoice::Auto && fewKeyBlocks);
+    if (wide && (fewKeyBlocks || persistentHere))
       continue;
     // Whether the tiles of `ks` as set fit max-shared-bytes (sharedBytes
     // keeps their size for the error below).
@@ -322,7 +327,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
       // persistent (one tile per turn, two Q buffers) first where the
       // kernel takes it, then the automatic two tiles, which fall back to
       // one when the second Q buffer does not fit.
-      if (persistentKernel) {
+      if (persistentHere) {
         ks.tilesPerBlock = 1;
         ks.persistent = true;
         if (fits())
