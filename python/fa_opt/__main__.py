@@ -105,7 +105,9 @@ def _parser():
                    help="sm_90a TMA wgmma forward: query tiles per GPU "
                         "block (passed as fa-to-ptx's tiles-per-block=; "
                         "default: fa-to-ptx's default, 0: 2 at head dim "
-                        "128, else 1)")
+                        "128, else 1; at head dim 128 fa-to-ptx's "
+                        "persistent=auto takes the persistent kernel "
+                        "instead, --option persistent=false keeps two)")
     c.add_argument("--dq-atomics", choices=("true", "false"),
                    help="sm_90a wgmma backward: dq added with f32 atomics "
                         "in the dk/dv kernel (passed as fa-to-ptx's "

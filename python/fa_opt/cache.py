@@ -105,15 +105,24 @@ def new_staging_dir(root: Optional[str] = None) -> str:
                       f"{err.strerror or err}") from err
 
 
-def discard(directory: str) -> None:
+def discard(directory: str, check: Optional[Check] = None) -> None:
     """Removes a broken entry folder: first renamed aside (atomic, so a
     concurrent reader sees the entry or nothing, and a concurrent discard
-    of the same folder is harmless), then deleted."""
+    of the same folder is harmless), then deleted. If what was renamed
+    aside turns out usable (another process installed a good entry between
+    the caller's check and the rename), it is put back instead."""
     aside = directory.rstrip(os.sep) + ".broken-" + secrets.token_hex(8)
     try:
         os.rename(directory, aside)
     except FileNotFoundError:
         return
+    entry = _read_entry(aside)
+    if entry is not None and (check is None or check(aside, entry) is None):
+        try:
+            os.rename(aside, directory)
+            return
+        except OSError:
+            pass  # another entry took the place meanwhile
     shutil.rmtree(aside, ignore_errors=True)
 
 
@@ -134,7 +143,7 @@ def install(staging: str, final: str, check: Optional[Check] = None) -> str:
                                   or check(final, entry) is None):
             shutil.rmtree(staging, ignore_errors=True)
             return final
-        discard(final)
+        discard(final, check)
     raise OSError(f"cannot install '{staging}' as '{final}': the folder "
                   f"keeps coming back broken")
 

@@ -18,6 +18,7 @@ import hashlib
 import math
 import os
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -222,6 +223,10 @@ class Artifact:
         return self.entry.get("backward_error")
 
 
+#: Manifests are a few hundred bytes; anything larger is not one.
+MAX_MANIFEST_BYTES = 1 << 20
+
+
 def entry_problem(entry) -> Optional[str]:
     """Why a parsed ``fa_opt.json`` is not an entry this package can use
     (None when it is): a config, options with a chip, and the manifests'
@@ -262,6 +267,16 @@ def artifact_problem(directory: str, entry) -> Optional[str]:
         if os.path.basename(name) != name or name in (".", ".."):
             return f"the {kind} manifest name '{name}' is not a file name"
         path = os.path.join(directory, name)
+        # A FIFO would block the read, /dev/zero never end.
+        try:
+            st = os.stat(path)
+        except OSError as err:
+            return f"{kind} manifest '{name}': {err.strerror or err}"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{kind} manifest '{name}' is not a regular file"
+        if st.st_size > MAX_MANIFEST_BYTES:
+            return f"{kind} manifest '{name}' has {st.st_size} bytes, " \
+                f"more than a manifest ({MAX_MANIFEST_BYTES})"
         try:
             m = read_any_manifest(path)
         except (OSError, ValueError) as err:  # ManifestError is a ValueError

@@ -201,8 +201,10 @@ class CompileOptions:
     # The sm_90a TMA wgmma forward's query tiles per GPU block
     # (`tiles-per-block=0|1|2`): 2 computes two tiles per block, the second
     # tile's loads overlapping the first's end; 0 is fa-to-ptx's default
-    # (2 for the head-dim-128 producer kernels, else 1); None keeps it. 2
-    # with producer_warp=False is a ValueError.
+    # (2 for the head-dim-128 producer kernels, else 1; fa-to-ptx's default
+    # `persistent=auto` makes the head-dim-128 ones persistent instead,
+    # extra=("persistent=false",) keeps two); None keeps it. 2 with
+    # producer_warp=False is a ValueError.
     tiles_per_block: Optional[int] = None
     # The sm_90a wgmma backward's dq through f32 atomics in _dkdv
     # (`dq-atomics=true|false`; fa-to-ptx's default true applies it where

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import cache
-from .compiler import (Artifact, CompilationError, FaOptNotFoundError,
-                       artifact_problem, compile_attention, find_fa_opt)
+from .compiler import (MAX_MANIFEST_BYTES, Artifact, CompilationError,
+                       FaOptNotFoundError, artifact_problem,
+                       compile_attention, find_fa_opt)
 from .config import AttentionConfig, CompileOptions, SHAPE_POLICIES
 from .layout import (TensorMapArgs, memref_params, one_batch_span,
                      tensor_map_args)
@@ -239,9 +240,6 @@ def _manifest_config_matches(m: Manifest, c: AttentionConfig) -> bool:
             and math.isclose(m.scale, c.scale, rel_tol=1e-6))
 
 
-# Manifests are a few hundred bytes; anything larger is not one.
-_MAX_MANIFEST_BYTES = 1 << 20
-
 
 class Registry:
     """Kernel lookup, compile and memo (one per process: :data:`registry`)."""
@@ -320,10 +318,10 @@ class Registry:
                                 self.skipped.append(
                                     (path, "not a regular file"))
                             continue
-                        if st.st_size > _MAX_MANIFEST_BYTES:
+                        if st.st_size > MAX_MANIFEST_BYTES:
                             self.skipped.append(
                                 (path, f"{st.st_size} bytes, more than a "
-                                 f"manifest ({_MAX_MANIFEST_BYTES})"))
+                                 f"manifest ({MAX_MANIFEST_BYTES})"))
                             continue
                         try:
                             m = read_any_manifest(path)

@@ -112,3 +112,17 @@ def test_staging_folders_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert os.stat(d).st_mode & 0o777 == 0o755
+
+
+def test_discard_puts_back_a_good_entry_that_arrived_meanwhile(tmp_path):
+    """install found the entry broken, but another process replaced it with
+    a good one before the rename aside: the good one is kept."""
+    root = str(tmp_path)
+    good = cache.new_staging_dir(root)
+    cache.publish(good, "k", {"who": "good"}, root)
+    cache.discard(os.path.join(root, "k"),
+                  check=lambda d, e: None if e["who"] == "good" else "bad")
+    assert cache.lookup("k", root) == {"who": "good"}
+    assert sorted(os.listdir(root)) == ["k"]
+    cache.discard(os.path.join(root, "k"), check=lambda d, e: "bad")
+    assert os.listdir(root) == []

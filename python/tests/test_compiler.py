@@ -388,3 +388,22 @@ def test_list_warns_about_a_broken_entry(fa_opt_tool, cache_root, tmp_path,
     assert "backward yes" not in captured.out
     assert f"warning: skipped {out / entry / 'fa_opt.json'}: backward " \
         "manifest" in captured.err
+
+
+def test_list_does_not_read_a_fifo_named_as_a_manifest(fa_opt_tool,
+                                                       cache_root, tmp_path,
+                                                       capsys):
+    """artifact_problem stats a manifest before reading it: a FIFO would
+    block the read (review of the cache check, thirty-eighth session)."""
+    from fa_opt.__main__ import main
+    out = tmp_path / "kernels"
+    assert main(["compile", "--head-dim", "32", "--no-backward", "--out",
+                 str(out)]) == 0
+    (entry,) = os.listdir(out)
+    (manifest,) = [n for n in os.listdir(out / entry)
+                   if n.endswith(".manifest")]
+    os.remove(out / entry / manifest)
+    os.mkfifo(out / entry / manifest)
+    capsys.readouterr()
+    assert main(["list", str(out)]) == 0
+    assert "is not a regular file" in capsys.readouterr().err

@@ -132,8 +132,9 @@ struct FAToPTXPipelineOptions
           "GPU block of the TMA wgmma forward, 1 or 2 (2: Q "
           "double-buffered, the second tile's loads and first "
           "S product overlap the first tile's end), or 0: 2 for two consumer "
-          "warpgroups at head dims above 64 (the default D 128 "
-          "kernels) unless Tk is static with at most five key "
+          "warpgroups at head dims above 64 (the D 128 kernels, "
+          "which persistent=auto makes persistent instead) unless Tk "
+          "is static with at most five key "
           "blocks, else 1 (convert-fa-to-gpu); other values, "
           "or 2 without producer-warp or with pingpong: an "
           "error"),

@@ -1585,11 +1585,21 @@ static std::optional<ScoreMatch> parseScores(const Expr *e, std::string &why) {
       x = e->args[1];
     }
     if (c->kind != Expr::Const) {
-      // (Constants of more than one value are leaves.)
-      why = c->kind == Expr::Leaf && matchPattern(c->value, m_Constant())
-                ? "the scores are scaled by a constant tensor of more than "
-                  "one value (expected one scale for every score)"
-                : "the scores are scaled by a value that is not a constant";
+      // (Constants the evaluator does not read as one value are leaves:
+      // dense ones of several values, resources, other element types.)
+      Attribute attr;
+      auto dense = dyn_cast_or_null<DenseElementsAttr>(
+          c->kind == Expr::Leaf && matchPattern(c->value, m_Constant(&attr))
+              ? attr
+              : Attribute());
+      if (dense && !dense.isSplat())
+        why = "the scores are scaled by a constant tensor of more than one "
+              "value (expected one scale for every score)";
+      else if (attr)
+        why = "the scores are scaled by a constant that is not read as one "
+              "value (expected a splat float constant)";
+      else
+        why = "the scores are scaled by a value that is not a constant";
       return std::nullopt;
     }
     if (!(c->cst > 0) || !std::isfinite(c->cst)) {

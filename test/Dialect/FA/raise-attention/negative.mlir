@@ -1530,3 +1530,45 @@ func.func @bottom_right_rows_without_keys_finite_fill(%q: tensor<3x8x8xf32>, %k:
   %o = linalg.batch_matmul ins(%p, %v : tensor<3x8x5xf32>, tensor<3x5x8xf32>) outs(%oz : tensor<3x8x8xf32>) -> tensor<3x8x8xf32>
   return %o : tensor<3x8x8xf32>
 }
+
+// -----
+
+// TOSA: a scale held in a dense_resource blob (three equal values): the
+// pass does not read resources, and the remark says so rather than "more
+// than one value".
+// CHECK-LABEL: func.func @tosa_scale_resource_constant
+// CHECK-NOT: fa.attention
+func.func @tosa_scale_resource_constant(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x8x4xf32>, %v: tensor<2x3x8x4xf32>) -> tensor<2x3x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %scale = "tosa.const"() <{values = dense_resource<blob1> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+  %s3 = tosa.const_shape {values = dense<[6, 8, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s3s = tosa.const_shape {values = dense<[6, 8, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4s = tosa.const_shape {values = dense<[2, 3, 8, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %s4o = tosa.const_shape {values = dense<[2, 3, 8, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %qr = tosa.reshape %q, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %kr = tosa.reshape %k, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %vr = tosa.reshape %v, %s3 : (tensor<2x3x8x4xf32>, !tosa.shape<3>) -> tensor<6x8x4xf32>
+  %kt = tosa.transpose %kr {perms = array<i32: 0, 2, 1>} : (tensor<6x8x4xf32>) -> tensor<6x4x8xf32>
+  %s = tosa.matmul %qr, %kt, %zp, %zp : (tensor<6x8x4xf32>, tensor<6x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x8xf32>
+  %s4 = tosa.reshape %s, %s4s : (tensor<6x8x8xf32>, !tosa.shape<4>) -> tensor<2x3x8x8xf32>
+  %sc = tosa.mul %s4, %scale, %shift : (tensor<2x3x8x8xf32>, tensor<1x3x1x1xf32>, tensor<1xi8>) -> tensor<2x3x8x8xf32>
+  %mx = tosa.reduce_max %sc {axis = 3 : i32} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x1xf32>
+  %d = tosa.sub %sc, %mx : (tensor<2x3x8x8xf32>, tensor<2x3x8x1xf32>) -> tensor<2x3x8x8xf32>
+  %e = tosa.exp %d : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 3 : i32} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<2x3x8x1xf32>) -> tensor<2x3x8x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<2x3x8x8xf32>, tensor<2x3x8x1xf32>, tensor<1xi8>) -> tensor<2x3x8x8xf32>
+  %p3 = tosa.reshape %p, %s3s : (tensor<2x3x8x8xf32>, !tosa.shape<3>) -> tensor<6x8x8xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the scores are scaled by a constant that is not read as one value (expected a splat float constant)}}
+  %o = tosa.matmul %p3, %vr, %zp, %zp : (tensor<6x8x8xf32>, tensor<6x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x4xf32>
+  %o4 = tosa.reshape %o, %s4o : (tensor<6x8x4xf32>, !tosa.shape<4>) -> tensor<2x3x8x4xf32>
+  return %o4 : tensor<2x3x8x4xf32>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000000003F0000003F0000003F"
+    }
+  }
+#-}
