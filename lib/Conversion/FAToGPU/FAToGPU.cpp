@@ -286,7 +286,7 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
   const bool persistentWanted =
       options.persistent == FeatureChoice::On ||
       (options.persistent == FeatureChoice::Auto && autoTiles && producerWarp &&
-       !options.pingpong && warps == 8 && std::max(ks.d, ks.dv) > 64);
+       warps == 8 && std::max(ks.d, ks.dv) > 64);
   const bool persistentKernel = persistentWanted && !options.pingpong &&
                                 options.tilesPerBlock != 2 &&
                                 getTensorCoreForwardShape(ks).tmaStoreO();
