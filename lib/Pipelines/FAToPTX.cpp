@@ -89,6 +89,13 @@ static bool isTensorCoreChip(StringRef chip) {
 }
 
 /// An error message for an option of fa-to-ptx it cannot take, or "".
+/// The error for a false|auto|true option given another value.
+static std::string unknownChoice(StringRef name, StringRef value) {
+  return ("fa-to-ptx: expected " + name + " false, auto or true, got '" +
+          value + "'")
+      .str();
+}
+
 static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
   std::string chip = options.chip;
   if (!llvm::is_contained(kChips, chip)) {
@@ -198,8 +205,7 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
   std::optional<fa::FeatureChoice> persistent =
       fa::parseFeatureChoice(options.persistent);
   if (!persistent)
-    return "fa-to-ptx: expected persistent false, auto or true, got '" +
-           options.persistent + "'";
+    return unknownChoice("persistent", options.persistent);
   if (*persistent == fa::FeatureChoice::On) {
     if (!options.producerWarp || options.pingpong || options.tilesPerBlock == 2)
       return "fa-to-ptx: persistent=true needs producer-warp=true, "
@@ -213,11 +219,10 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
   // The backward's producer warpgroup: a known value, and true only where
   // the dq-atomics _dkdv with TMA can exist.
   std::optional<fa::BackwardProducerWarp> backwardProducer =
-      fa::parseBackwardProducerWarp(options.backwardProducerWarp);
+      fa::parseFeatureChoice(options.backwardProducerWarp);
   if (!backwardProducer)
-    return "fa-to-ptx: expected backward-producer-warp false, auto or true, "
-           "got '" +
-           options.backwardProducerWarp + "'";
+    return unknownChoice("backward-producer-warp",
+                         options.backwardProducerWarp);
   if (*backwardProducer == fa::BackwardProducerWarp::On) {
     if (auto why = ruledOut(/*needTma=*/true))
       return "fa-to-ptx: backward-producer-warp=true needs the TMA wgmma "

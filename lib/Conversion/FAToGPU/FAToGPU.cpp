@@ -986,25 +986,23 @@ struct ConvertFAToGPUPass : fa::impl::ConvertFAToGPUBase<ConvertFAToGPUPass> {
     options.producerWarp = producerWarp;
     options.pingpong = pingpong;
     options.tilesPerBlock = tilesPerBlock;
-    std::optional<FeatureChoice> persistentChoice =
-        parseFeatureChoice(persistent);
-    if (!persistentChoice) {
-      emitError(module.getLoc(), "convert-fa-to-gpu: expected persistent "
-                                 "false, auto or true, got '")
-          << persistent << "'";
+    // The false|auto|true options; an unknown value is an error at the
+    // module's location.
+    auto parseChoice = [&](StringRef name, StringRef value,
+                           FeatureChoice &out) {
+      std::optional<FeatureChoice> choice = parseFeatureChoice(value);
+      if (!choice) {
+        emitError(module.getLoc(), "convert-fa-to-gpu: expected ")
+            << name << " false, auto or true, got '" << value << "'";
+        return false;
+      }
+      out = *choice;
+      return true;
+    };
+    if (!parseChoice("persistent", persistent, options.persistent) ||
+        !parseChoice("backward-producer-warp", backwardProducerWarp,
+                     options.backwardProducerWarp))
       return signalPassFailure();
-    }
-    options.persistent = *persistentChoice;
-    std::optional<BackwardProducerWarp> backwardProducer =
-        parseBackwardProducerWarp(backwardProducerWarp);
-    if (!backwardProducer) {
-      emitError(module.getLoc(), "convert-fa-to-gpu: expected "
-                                 "backward-producer-warp false, auto or "
-                                 "true, got '")
-          << backwardProducerWarp << "'";
-      return signalPassFailure();
-    }
-    options.backwardProducerWarp = *backwardProducer;
     options.pairKeyBlocks = pairKeyBlocks;
     // Option errors at the module's location, not on the module: no dump
     // of the whole module after the message.

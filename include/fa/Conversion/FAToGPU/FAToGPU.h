@@ -57,12 +57,6 @@ using BackwardProducerWarp = FeatureChoice;
 /// capitalized spellings of a boolean option); nullopt for anything else.
 std::optional<FeatureChoice> parseFeatureChoice(StringRef value);
 
-/// Parses a `backward-producer-warp` value: `false`, `auto` or `true`.
-inline std::optional<BackwardProducerWarp>
-parseBackwardProducerWarp(StringRef value) {
-  return parseFeatureChoice(value);
-}
-
 /// Block sizes of the GPU kernel.
 struct AttentionKernelOptions {
   /// Query rows per GPU block, in [1, 1024]; 0: the default (64 for the
