@@ -140,6 +140,19 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
          "the TMA o store");
   const bool idleExit =
       producer && !pingpong && warpgroups > 1 && tiles == 1 && !persistent;
+  // Under causal, with the producer and without pingpong's turns (the
+  // warpgroups drift apart), one tile per block, not persistent: each
+  // consumer warpgroup runs only the key blocks its own 64 rows see, and
+  // its mask loop starts at its own diagonal, rather than the block's
+  // (FlashAttention-2, Dao 2023, Section 3.1, skips the blocks past each
+  // row block's diagonal; here the row block is the warpgroup). A
+  // warpgroup that stops early does not release the stages of the blocks
+  // it skips: the producer waits only for the releases of blocks up to
+  // n - 1 - stages (the tile's n blocks), and a warpgroup skips at most
+  // ceil((block_m - 64) / block_n) of the last ones, hence the bound.
+  const bool perWarpgroupKeys =
+      idleExit && ks.causal != CausalKind::none &&
+      (16 * W - 64 + ks.blockN - 1) / ks.blockN <= ks.wgmmaStages;
   // Registers move from the producer warpgroup to the consumers unless the
   // launch count already gives the consumers what they may take.
   const bool reallocate =
@@ -257,6 +270,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   Value numKeyBlocks =
       arith::CeilDivSIOp::create(b, loc, kvEnd, fb.cstIndex(blockN));
   Value anyBlock = fb.cmpI(arith::CmpIPredicate::sgt, numKeyBlocks, c0);
+  // The first row whose diagonal starts the masked key loop (null: i0).
+  Value maskRow0;
 
   // Descriptors. cp.async (canonical no-swizzle layout): Q (A, K-major):
   // this warpgroup's 64 rows start at byte 1024 * warpgroup; k16 step kc
@@ -1039,14 +1054,18 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     // in a second loop with it: ptxas if-converts the masked branch, which
     // in one loop cost every key block its compares and selects (bf16 D
     // 128 without a mask: 82 selects per iteration). The split is the
-    // block's, so every warpgroup (pingpong) runs the same iterations.
+    // block's, so every warpgroup (pingpong) runs the same iterations,
+    // except with perWarpgroupKeys, where it is the warpgroup's (maskRow0).
     Value maskStart = arith::DivSIOp::create(b, loc, tk, fb.cstIndex(blockN));
     if (ks.causal != CausalKind::none)
       maskStart = fb.minS(
-          maskStart, fb.maxS(arith::FloorDivSIOp::create(
-                                 b, loc, fb.add(fb.add(i0, causalOffset), c1),
-                                 fb.cstIndex(blockN)),
-                             c0));
+          maskStart,
+          fb.maxS(
+              arith::FloorDivSIOp::create(
+                  b, loc,
+                  fb.add(fb.add(maskRow0 ? maskRow0 : i0, causalOffset), c1),
+                  fb.cstIndex(blockN)),
+              c0));
     Value split = fb.minS(fb.maxS(maskStart, c1), numKeyBlocks);
     auto keyLoopBody = [&](bool masked) {
       return [&, masked](OpBuilder &lb, Location ll, Value jb,
@@ -1459,6 +1478,17 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
     if (ks.tmaStoreO())
       inlinePtx(fb, "cp.async.bulk.wait_group.read 0;", {}, ValueRange{});
   } else {
+    if (perWarpgroupKeys) {
+      // This warpgroup's key blocks: those its 64 rows see (at least one
+      // when the block visits any, so that rows seeing no key are written
+      // as before), and its masked loop from the diagonal of its first row.
+      Value wgRow0 = fb.add(i0, fb.mul(warpgroup, fb.cstIndex(64)));
+      Value own = arith::CeilDivSIOp::create(
+          b, loc, visibleKeys(fb, ks.causal, wgRow0, 64, tq, tk).kvEnd,
+          fb.cstIndex(blockN));
+      numKeyBlocks = fb.minS(numKeyBlocks, fb.maxS(own, c1));
+      maskRow0 = wgRow0;
+    }
     emitTile();
   }
   if (producer)
