@@ -55,7 +55,9 @@
 // apart; a consumer warpgroup whose rows all lie past Tq exits at once
 // (the empty barriers count 128 arrivals per other consumer warpgroup).
 // With `pingpong` the consumer warpgroups also take turns issuing their
-// products (named barriers 1 + w), and all of them stay.
+// products (named barriers 1 + w), and all of them stay. Without it, under
+// causal and with one tile per block, each consumer warpgroup runs only the
+// key blocks its own 64 rows see (perWarpgroupKeys).
 //
 // With `tilesPerBlock` 2 (producer, no pingpong) a block computes two query
 // tiles one after the other: without a mask 2x and 2x + 1, under causal
