@@ -1484,7 +1484,15 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
       // This warpgroup's key blocks: those its 64 rows see (at least one
       // when the block visits any, so that rows seeing no key are written
       // as before), and its masked loop from the diagonal of its first row.
-      Value wgRow0 = fb.add(i0, fb.mul(warpgroup, fb.cstIndex(64)));
+      // The warpgroup index through shfl.sync from lane 0, which ptxas
+      // takes as warp-uniform: the loop bounds stay uniform values, as the
+      // block's are.
+      Value wgU = inlinePtx(
+          fb, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", {i32},
+          ValueRange{arith::ShRUIOp::create(
+              b, loc, readSpecialRegister(fb, "%tid.x"), cstI32(fb, 7))})[0];
+      Value wgRow0 =
+          fb.add(i0, fb.mul(asIndex(fb, wgU), fb.cstIndex(64)));
       Value own = arith::CeilDivSIOp::create(
           b, loc, visibleKeys(fb, ks.causal, wgRow0, 64, tq, tk).kvEnd,
           fb.cstIndex(blockN));
