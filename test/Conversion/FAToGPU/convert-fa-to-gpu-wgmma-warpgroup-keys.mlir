@@ -19,14 +19,19 @@
 // The block's 192 rows from i0 and its key blocks of 128.
 // CHECK: %[[I0:.+]] = arith.muli %{{.+}}, %c192 : index
 // CHECK: %[[N:.+]] = arith.ceildivsi %{{.+}}, %c128 : index
-// CHECK: %[[WG:.+]] = arith.divui %{{.+}}, %c4{{.*}} : index
 // The producer's loop runs to the block's count.
 // CHECK: "setmaxnreg.dec.sync.aligned.u32 24;"
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[N]] step
 // The consumers: warpgroup w's rows [i0 + 64 w, i0 + 64 w + 64), cut at Tq.
 // CHECK: "setmaxnreg.inc.sync.aligned.u32 160;"
 // CHECK: @p exit;
-// CHECK: %[[WROW:.+]] = arith.muli %[[WG]], %c64{{.*}} : index
+// The warpgroup index, %tid.x / 128, through shfl.sync from lane 0 (a
+// warp-uniform value for ptxas).
+// CHECK: %[[TID:.+]] = llvm.inline_asm {{.*}}"mov.u32 $0, %tid.x;"
+// CHECK-NEXT: %[[WGI:.+]] = arith.shrui %[[TID]], %c7_i32 : i32
+// CHECK-NEXT: %[[WGU:.+]] = llvm.inline_asm {{.*}}"shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r" %[[WGI]]
+// CHECK: %[[WG:.+]] = arith.index_castui %[[WGU]] : i32 to index
+// CHECK-NEXT: %[[WROW:.+]] = arith.muli %[[WG]], %c64{{.*}} : index
 // CHECK-NEXT: %[[W0:.+]] = arith.addi %[[I0]], %[[WROW]] : index
 // CHECK: %[[LEFT:.+]] = arith.subi %{{.+}}, %[[W0]] : index
 // CHECK: %[[ROWS:.+]] = arith.minsi %c64{{.*}}, %[[LEFT]] : index
