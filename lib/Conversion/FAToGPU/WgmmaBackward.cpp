@@ -229,9 +229,8 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
   if (producer)
     warpgroup = arith::ExtUIOp::create(
         b, loc, i64,
-        inlinePtx(fb, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", {b.getI32Type()},
-                  ValueRange{arith::TruncIOp::create(b, loc, b.getI32Type(),
-                                                     warpgroup)})[0]);
+        broadcastLane0(
+            fb, arith::TruncIOp::create(b, loc, b.getI32Type(), warpgroup)));
   auto ownBase = [&](int64_t offset, int64_t sw) {
     Descriptor desc = tma ? makeDescriptor(fb, shared.units, 16, 8 * sw, sw)
                           : makeDescriptor(fb, shared.units, colOwn, 128);

@@ -110,6 +110,16 @@ inline Value readSpecialRegister(FragmentBuilder &x, StringRef reg) {
                    ValueRange{})[0];
 }
 
+/// `value` (an i32 the same in every lane of the warp, such as a warp or
+/// warpgroup index computed from %tid.x) as lane 0's, through
+/// shfl.sync.idx: ptxas then takes it as warp-uniform, so the values made
+/// from it (loop bounds, wgmma descriptors) can stay in uniform registers
+/// and the branches on it stay uniform.
+inline Value broadcastLane0(FragmentBuilder &x, Value value) {
+  return inlinePtx(x, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;",
+                   {x.b.getI32Type()}, ValueRange{value})[0];
+}
+
 /// Kernels with a producer warpgroup (threads `consumerThreads` on, after
 /// the consumer warpgroups): opens the `scf.if` of one role, the producer
 /// (tid >= consumerThreads) or the consumers (tid < consumerThreads), moves
@@ -131,11 +141,10 @@ inline scf::IfOp openWarpgroupRole(FragmentBuilder &x, Value tid,
   Value cond;
   if (warpUniform) {
     Type i32 = x.b.getI32Type();
-    Value warp = inlinePtx(
-        x, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", {i32},
-        ValueRange{arith::ShRUIOp::create(
-            x.b, x.loc, arith::IndexCastUIOp::create(x.b, x.loc, i32, tid),
-            arith::ConstantIntOp::create(x.b, x.loc, i32, 5))})[0];
+    Value warp = broadcastLane0(
+        x, arith::ShRUIOp::create(
+               x.b, x.loc, arith::IndexCastUIOp::create(x.b, x.loc, i32, tid),
+               arith::ConstantIntOp::create(x.b, x.loc, i32, 5)));
     cond = arith::CmpIOp::create(
         x.b, x.loc, pred, warp,
         arith::ConstantIntOp::create(x.b, x.loc, i32, consumerThreads / 32));
