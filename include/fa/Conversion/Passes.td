@@ -120,13 +120,15 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
     after the initial one. Without `pingpong`, a consumer warpgroup whose
     rows all lie past Tq (the last query block when block-m does not
     divide Tq, as block-m 192 at every power-of-two Tq) exits at once; and
-    under causal, with one tile per block and not persistent (the D 64
-    kernels), each consumer warpgroup runs only the key blocks its own 64
-    rows see and starts its masked key loop at its own first row's
-    diagonal (a warpgroup skips at most ceil((block-m - 64) / block-n)
-    blocks, which must not exceed `stages`, since the skipped blocks'
-    stages are not released; bf16 D 64 causal T 2k-8k 3-5% faster on the
-    H200). With `pingpong`
+    under causal, with one tile per block and not persistent (fa-to-ptx's
+    D 64 kernels; at D 128 only with `tiles-per-block=1 persistent=false`
+    or a static Tk of at most five key blocks), each consumer warpgroup
+    runs only the key blocks its own 64 rows see and starts its masked key
+    loop at its own first row's diagonal, when a warpgroup skips fewer
+    than `stages` blocks (at most ceil((block-m - 64) / block-n); the
+    skipped blocks' stages and a warpgroup's last V stage are not
+    released; bf16 D 64 causal T 2k-8k 3-5% faster on the H200). With
+    `pingpong`
     as well, warpgroup w waits on named barrier 1 + w before issuing its
     products and then arrives on the next warpgroup's (256 threads each).
     With `producer-warp`, o in q's element type and head_dim_v == head_dim

@@ -149,12 +149,17 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // (FlashAttention-2, Dao 2023, Section 3.1, skips the blocks past each
   // row block's diagonal; here the row block is the warpgroup). A
   // warpgroup that stops early does not release the stages of the blocks
-  // it skips: the producer waits only for the releases of blocks up to
-  // n - 1 - stages (the tile's n blocks), and a warpgroup skips at most
-  // ceil((block_m - 64) / block_n) of the last ones, hence the bound.
+  // it skips, nor (one tile per block: nothing refills it) the V stage of
+  // its own last block. The producer loads V of block jb <= n - 1 (the
+  // tile's n blocks) after the V releases of block jb - stages, so it
+  // needs every warpgroup's V releases up to n - 1 - stages; a warpgroup
+  // running n_w blocks gives them up to n_w - 2. So a warpgroup may skip
+  // at most stages - 1 blocks, and it skips at most
+  // ceil((block_m - 64) / block_n) of the last ones, hence the bound
+  // (with one more, the last warpgroup would wait forever on a V load).
   const bool perWarpgroupKeys =
       idleExit && ks.causal != CausalKind::none &&
-      (16 * W - 64 + ks.blockN - 1) / ks.blockN <= ks.wgmmaStages;
+      (16 * W - 64 + ks.blockN - 1) / ks.blockN < ks.wgmmaStages;
   // Registers move from the producer warpgroup to the consumers unless the
   // launch count already gives the consumers what they may take.
   const bool reallocate =

@@ -6,6 +6,12 @@
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s
 // bottom_right: the same, its offset Tk - Tq added to the row ends.
 // RUN: sed -e 's/causal(top_left)/causal(bottom_right)/' %s | fa-opt -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1" | FileCheck %s --check-prefix=BR
+// The bound: a warpgroup may skip fewer than `stages` key blocks (the
+// skipped blocks' stages and its last V stage are not released, and the
+// producer waits for the V releases of block jb - stages). 192 rows in
+// 64-key blocks skip up to 2: on with 3 stages, off with 2.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 num-warps=12 block-n=64 stages=3" | FileCheck %s --check-prefix=BN64
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 producer-warp=1 num-warps=12 block-n=64 stages=2" | FileCheck %s --check-prefix=OFF
 // Untouched (every warpgroup runs the block's key blocks): pingpong (the
 // warpgroups take turns), two query tiles per block, the persistent kernel,
 // no producer warpgroup, and no mask.
@@ -54,10 +60,16 @@
 // CHECK: arith.subi %[[NW]], %c1{{.*}} : index
 
 // BR-LABEL: gpu.func @d64_attention_0
+// BR: %[[I0:.+]] = arith.muli %{{.+}}, %c192 : index
+// The block's offset Tk - Tq.
+// BR: %[[BOFF:.+]] = arith.subi %{{.+}}, %{{.+}} : index
 // BR: %[[N:.+]] = arith.ceildivsi %{{.+}}, %c128 : index
 // BR: "setmaxnreg.inc.sync.aligned.u32 160;"
 // BR: @p exit;
-// BR: %[[W0:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// BR: "shfl.sync.idx.b32 $0, $1, 0, 31, -1;"
+// BR: %[[WG:.+]] = arith.index_castui %{{.+}} : i32 to index
+// BR-NEXT: %[[WROW:.+]] = arith.muli %[[WG]], %c64{{.*}} : index
+// BR-NEXT: %[[W0:.+]] = arith.addi %[[I0]], %[[WROW]] : index
 // BR: %[[OFFSET:.+]] = arith.subi %{{.+}}, %{{.+}} : index
 // BR-NEXT: arith.subi %{{.+}}, %[[W0]] : index
 // BR: %[[END:.+]] = arith.addi %[[W0]], %{{.+}} : index
@@ -65,7 +77,28 @@
 // BR: %[[OWN:.+]] = arith.ceildivsi %{{.+}}, %c128{{.*}} : index
 // BR-NEXT: %[[OWN1:.+]] = arith.maxsi %[[OWN]], %c1 : index
 // BR-NEXT: %[[NW:.+]] = arith.minsi %[[N]], %[[OWN1]] : index
-// BR: scf.for %{{.+}} = %{{.+}} to %[[NW]] step %c1 iter_args
+// The masked loop from the diagonal of row W0 + Tk - Tq.
+// BR: %[[D:.+]] = arith.addi %[[W0]], %[[BOFF]] : index
+// BR-NEXT: %[[D1:.+]] = arith.addi %[[D]], %c1 : index
+// BR-NEXT: arith.floordivsi %[[D1]], %c128{{.*}} : index
+// BR: %[[SPLIT:.+]] = arith.minsi %{{.+}}, %[[NW]] : index
+// BR-NEXT: scf.for %{{.+}} = %c1 to %[[SPLIT]] step %c1 iter_args
+// BR: scf.for %{{.+}} = %[[SPLIT]] to %[[NW]] step %c1 iter_args
+
+// BN64-LABEL: gpu.func @d64_attention_0
+// BN64: %[[N:.+]] = arith.ceildivsi %{{.+}}, %c64 : index
+// BN64: "setmaxnreg.inc.sync.aligned.u32 160;"
+// BN64: @p exit;
+// BN64: "shfl.sync.idx.b32 $0, $1, 0, 31, -1;"
+// BN64: %[[OWN:.+]] = arith.ceildivsi %{{.+}}, %c64{{.*}} : index
+// BN64-NEXT: %[[OWN1:.+]] = arith.maxsi %[[OWN]], %c1 : index
+// BN64-NEXT: %[[NW:.+]] = arith.minsi %[[N]], %[[OWN1]] : index
+
+// OFF-LABEL: gpu.func @d64_attention_0
+// OFF: "setmaxnreg.inc.sync.aligned.u32 160;"
+// OFF: @p exit;
+// OFF-NOT: shfl.sync
+// OFF: scf.for
 
 // (Without the producer the key blocks are 64 keys.)
 // BLOCK-LABEL: gpu.func @d64_attention_0
