@@ -26,7 +26,8 @@ import sys
 from .compiler import (CompilationError, FaOptNotFoundError,
                        compile_attention, export_artifact)
 from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
-                     OPTION_FIELDS, SUPPORTED_CHIPS, option_key)
+                     OPTION_FIELDS, SUPPORTED_CHIPS, check_scale,
+                     option_key)
 from .manifest import ManifestError
 
 PROG = "python -m fa_opt"
@@ -70,10 +71,13 @@ def _scale(text: str):
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected 'default' or a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0.0:
+    try:
+        return check_scale(value)
+    except ValueError as e:
+        # "scale must be ..., but got X" -> "must be ..., got X"
         raise argparse.ArgumentTypeError(
-            f"must be finite and positive, got {text}")
-    return value
+            str(e).removeprefix("scale ").replace(", but got ", ", got ")
+        ) from None
 
 
 def _parser():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import struct
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Union
 
@@ -64,13 +65,23 @@ def default_scale(head_dim: int) -> float:
 
 def check_scale(scale: float) -> float:
     """``scale`` as a float; TypeError for a bool or a non-number,
-    ValueError unless finite and positive."""
+    ValueError unless finite and positive, and unless it stays finite and
+    non-zero in f32 (about 1.4e-45 to 3.4e+38), where the kernels compute
+    the scores: the rule of ``fa.attention``'s verifier (FAOps.td)."""
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale must be a real number, got {scale!r}")
     scale = float(scale)
     if not math.isfinite(scale) or scale <= 0.0:
         raise ValueError(
             f"scale must be finite and positive, but got {scale!r}")
+    try:
+        as_f32 = struct.unpack("f", struct.pack("f", scale))[0]
+    except OverflowError:
+        as_f32 = math.inf
+    if not math.isfinite(as_f32) or as_f32 == 0.0:
+        raise ValueError(
+            "scale must be representable in f32 (about 1.4e-45 to "
+            f"3.4e+38), but got {scale!r}")
     return scale
 
 

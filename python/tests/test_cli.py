@@ -38,6 +38,8 @@ def _error_line(err):
     (["compile", "--scale", "inf"], "argument --scale: must be finite and positive"),
     (["compile", "--scale", "nan"], "argument --scale: must be finite and positive"),
     (["compile", "--scale", "abc"], "argument --scale: expected 'default' or a number"),
+    (["compile", "--scale", "1e-300"], "argument --scale: must be representable in f32"),
+    (["compile", "--scale", "1e39"], "argument --scale: must be representable in f32"),
     (["compile", "--batch", "-3"], "argument --batch: must be >= 0"),
     (["compile", "--seqlen-q", "-1"], "argument --seqlen-q: must be >= 0"),
     (["compile", "--block-m", "0"], "argument --block-m: must be > 0"),

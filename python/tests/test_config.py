@@ -29,6 +29,10 @@ def test_causal_spellings(given, want):
     (dict(dtype="bf16", head_dim=64, causal="diagonal"), "causal must be"),
     (dict(dtype="bf16", head_dim=64, scale=-1.0), "scale must be finite and positive"),
     (dict(dtype="bf16", head_dim=64, scale=float("nan")), "scale must be finite"),
+    # Finite and positive, but zero or infinite in f32 (the verifier's rule).
+    (dict(dtype="bf16", head_dim=64, scale=1e-300), "scale must be representable in f32"),
+    (dict(dtype="bf16", head_dim=64, scale=1e-46), "scale must be representable in f32"),
+    (dict(dtype="bf16", head_dim=64, scale=1e39), "scale must be representable in f32"),
     (dict(dtype="bf16", head_dim=64, seqlen_q=-3), "seqlen_q must be >= 0"),
     (dict(dtype="bf16", head_dim=64, o_dtype="f16"), "o_dtype must be"),
 ])
