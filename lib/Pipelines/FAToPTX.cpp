@@ -88,7 +88,6 @@ static bool isTensorCoreChip(StringRef chip) {
          version >= 80;
 }
 
-/// An error message for an option of fa-to-ptx it cannot take, or "".
 /// The error for a false|auto|true option given another value.
 static std::string unknownChoice(StringRef name, StringRef value) {
   return ("fa-to-ptx: expected " + name + " false, auto or true, got '" +
@@ -96,6 +95,7 @@ static std::string unknownChoice(StringRef name, StringRef value) {
       .str();
 }
 
+/// An error message for an option of fa-to-ptx it cannot take, or "".
 static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
   std::string chip = options.chip;
   if (!llvm::is_contained(kChips, chip)) {

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import os
 import sys
 
 from .compiler import (CompilationError, FaOptNotFoundError,
                        compile_attention, export_artifact)
 from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
-                     OPTION_FIELDS, SUPPORTED_CHIPS, check_scale,
-                     option_key)
+                     OPTION_FIELDS, SUPPORTED_CHIPS, option_key,
+                     scale_problem)
 from .manifest import ManifestError
 
 PROG = "python -m fa_opt"
@@ -71,13 +70,10 @@ def _scale(text: str):
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected 'default' or a number, got {text!r}") from None
-    try:
-        return check_scale(value)
-    except ValueError as e:
-        # "scale must be ..., but got X" -> "must be ..., got X"
-        raise argparse.ArgumentTypeError(
-            str(e).removeprefix("scale ").replace(", but got ", ", got ")
-        ) from None
+    problem = scale_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{problem}, got {text}")
+    return value
 
 
 def _parser():

@@ -63,25 +63,31 @@ def default_scale(head_dim: int) -> float:
     return 1.0 / math.sqrt(head_dim)
 
 
-def check_scale(scale: float) -> float:
-    """``scale`` as a float; TypeError for a bool or a non-number,
-    ValueError unless finite and positive, and unless it stays finite and
-    non-zero in f32 (about 1.4e-45 to 3.4e+38), where the kernels compute
-    the scores: the rule of ``fa.attention``'s verifier (FAOps.td)."""
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {scale!r}")
-    scale = float(scale)
+def scale_problem(scale: float) -> Optional[str]:
+    """What is wrong with the float ``scale`` ("must be ..."), or None: it
+    must be finite and positive, and stay finite and non-zero in f32
+    (about 1.4e-45 to 3.4e+38), where the kernels compute the scores (the
+    rule of ``fa.attention``'s verifier, FAOps.td)."""
     if not math.isfinite(scale) or scale <= 0.0:
-        raise ValueError(
-            f"scale must be finite and positive, but got {scale!r}")
+        return "must be finite and positive"
     try:
         as_f32 = struct.unpack("f", struct.pack("f", scale))[0]
     except OverflowError:
         as_f32 = math.inf
     if not math.isfinite(as_f32) or as_f32 == 0.0:
-        raise ValueError(
-            "scale must be representable in f32 (about 1.4e-45 to "
-            f"3.4e+38), but got {scale!r}")
+        return "must be representable in f32 (about 1.4e-45 to 3.4e+38)"
+    return None
+
+
+def check_scale(scale: float) -> float:
+    """``scale`` as a float; TypeError for a bool or a non-number,
+    ValueError when ``scale_problem`` finds one."""
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number, got {scale!r}")
+    scale = float(scale)
+    problem = scale_problem(scale)
+    if problem:
+        raise ValueError(f"scale {problem}, but got {scale!r}")
     return scale
 
 
