@@ -9,6 +9,11 @@
 // named barrier ends each pass before the next one's own loads; the producer
 // prefetches the partner's own K/V rows into L2 in pass 0.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 dq-atomics=1 backward-producer-warp=true pair-key-blocks=1" | FileCheck %s
+// With 32-bit indices (fa-to-ptx's) dK += dS^T Q comes from the dS^T
+// registers, so each tile releases both of its halves at its end (dO:
+// stage + 11, Q: stage + 8, from ring position tb + shift) and the last
+// tile releases nothing.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 dq-atomics=1 backward-producer-warp=true pair-key-blocks=1 index-bitwidth=32" | FileCheck %s --check-prefix=EARLY
 // Off (the default): one key block per _dkdv block.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 dq-atomics=1 backward-producer-warp=true" | FileCheck %s --check-prefix=OFF
 // Without the producer warpgroup the option does nothing.
@@ -166,3 +171,20 @@ func.func @nomask(%q: tensor<16x?x128xbf16>, %k: tensor<16x?x128xbf16>,
   return %dq, %dk, %dv
       : tensor<16x?x128xbf16>, tensor<16x?x128xbf16>, tensor<16x?x128xbf16>
 }
+
+// EARLY-LABEL: gpu.func @pair_attention_backward_0_dkdv(
+// EARLY: setmaxnreg.inc.sync.aligned.u32 240;
+// EARLY: scf.for %[[TB:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// EARLY: arith.constant 11 : i32
+// EARLY-NEXT: arith.constant 3 : index
+// EARLY-NEXT: %[[R1:.*]] = arith.addi %[[TB]], %{{.*}} : index
+// EARLY-NEXT: arith.remui %[[R1]], %{{.*}} : index
+// EARLY: mbarrier.arrive.shared::cta.b64 _, [$0];
+// EARLY-NEXT: arith.constant 8 : i32
+// EARLY-NEXT: arith.constant 3 : index
+// EARLY-NEXT: %[[R2:.*]] = arith.addi %[[TB]], %{{.*}} : index
+// EARLY-NEXT: arith.remui %[[R2]], %{{.*}} : index
+// EARLY: mbarrier.arrive.shared::cta.b64 _, [$0];
+// EARLY-NEXT: scf.yield
+// EARLY-NOT: mbarrier.arrive
+// EARLY: setmaxnreg.dec.sync.aligned.u32 24;

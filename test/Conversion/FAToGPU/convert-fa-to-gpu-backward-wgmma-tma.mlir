@@ -10,6 +10,25 @@
 // NOPREFETCH: gpu.func @bwd_d64_attention_backward_0_dkdv(
 // NOPREFETCH-NOT: cp.async.bulk.prefetch.tensor
 // NOPREFETCH: gpu.func @bwd_d64_attention_backward_0_dq(
+// With dq atomics each tile's dK += dS^T Q_i comes from its dS^T registers,
+// so Q_i's stage is free at the tile's end: the loop issues both halves of
+// tile i + 2 (Q, then dO) at its top and loads nothing after its block
+// barrier.
+// RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 dq-atomics=1" | FileCheck %s --check-prefix=ATOM
+// ATOM: gpu.func @bwd_d64_attention_backward_0_dkdv(
+// ATOM-SAME: %[[QMAP:arg9]]: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %[[DOMAP:arg12]]: !llvm.ptr, %{{.+}}: !llvm.ptr)
+// ATOM: scf.for
+// ATOM-NOT: gpu.barrier
+// ATOM: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[QMAP]],
+// ATOM-NOT: gpu.barrier
+// ATOM: "cp.async.bulk.tensor.3d{{.*}}" %{{.+}}, %[[DOMAP]],
+// ATOM-NOT: gpu.barrier
+// ATOM: mbarrier.try_wait.parity
+// ATOM: mbarrier.try_wait.parity
+// ATOM: gpu.barrier
+// ATOM-NOT: cp.async.bulk.tensor.3d.shared
+// ATOM: scf.yield
+// ATOM: gpu.return
 // Without tma the same op keeps cp.async (the default of the pass).
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448" | FileCheck %s --check-prefix=CPASYNC
 // CPASYNC-NOT: tensor_map
