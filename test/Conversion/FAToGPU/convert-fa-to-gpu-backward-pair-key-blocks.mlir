@@ -12,7 +12,8 @@
 // With 32-bit indices (fa-to-ptx's) dK += dS^T Q comes from the dS^T
 // registers, so each tile releases both of its halves at its end (dO:
 // stage + 11, Q: stage + 8, from ring position tb + shift) and the last
-// tile releases nothing.
+// tile releases nothing; the staged dQ of the previous tile is added after
+// the tile's dS^T stores and their fence.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 dq-atomics=1 backward-producer-warp=true pair-key-blocks=1 index-bitwidth=32" | FileCheck %s --check-prefix=EARLY
 // Off (the default): one key block per _dkdv block.
 // RUN: fa-opt %s -split-input-file -convert-fa-to-gpu="tensor-cores=1 wgmma=1 max-shared-bytes=232448 tma=1 dq-atomics=1 backward-producer-warp=true" | FileCheck %s --check-prefix=OFF
@@ -175,6 +176,16 @@ func.func @nomask(%q: tensor<16x?x128xbf16>, %k: tensor<16x?x128xbf16>,
 // EARLY-LABEL: gpu.func @pair_attention_backward_0_dkdv(
 // EARLY: setmaxnreg.inc.sync.aligned.u32 240;
 // EARLY: scf.for %[[TB:[^ ]*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// The previous tile's dQ is staged early and added at the tile's end: the
+// dS^T stores' fence covers both (no fence of its own).
+// EARLY: st.shared.v2.f32
+// EARLY-NOT: fence.proxy.async
+// EARLY-NOT: cp.reduce.async.bulk.tensor
+// EARLY: "st.shared.b32 [$0], $1;"
+// EARLY-NOT: cp.reduce.async.bulk.tensor
+// EARLY: "fence.proxy.async.shared::cta;", ""
+// EARLY-NEXT: "bar.warp.sync -1;", ""
+// EARLY: cp.reduce.async.bulk.tensor
 // EARLY: arith.constant 11 : i32
 // EARLY-NEXT: arith.constant 3 : index
 // EARLY-NEXT: %[[R1:.*]] = arith.addi %[[TB]], %{{.*}} : index

@@ -25,6 +25,13 @@
 // ATOM-NOT: gpu.barrier
 // ATOM: mbarrier.try_wait.parity
 // ATOM: mbarrier.try_wait.parity
+// Without the producer warpgroup each warp fences its staged dQ and adds it
+// at once, before the tile's dS^T stores.
+// ATOM: st.shared.v2.f32
+// ATOM-NEXT: "fence.proxy.async.shared::cta;\0Abar.warp.sync -1;"
+// ATOM: cp.reduce.async.bulk.tensor
+// ATOM: "st.shared.b32 [$0], $1;"
+// ATOM-NOT: cp.reduce.async.bulk.tensor
 // ATOM: gpu.barrier
 // ATOM-NOT: cp.async.bulk.tensor.3d.shared
 // ATOM: scf.yield
