@@ -1320,9 +1320,9 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // added at the end of the tile, after the dS^T stores, whose fence
     // covers both (one fence per tile, not two). H100, bf16, fa-run: D 128
     // +0.6-1.4% at T 2k, -1 to +3.4% at T 4k, causal +1.6-1.8%. Without
-    // the producer (D 64) the same placement was 13% slower: there the next
-    // tile's staging waits for these reductions' reads, issued only a
-    // product earlier.
+    // the producer (D 64) the same placement was 12-17% slower (not
+    // profiled; likely the next tile's staging then waits for these
+    // reductions to read its boxes, issued only one product earlier).
     const bool dqAfterDs = dqTb && dqFragmentOrder;
     if (dqTb) {
       SmallVector<Value> waited = wgmmaWait(x, 1, flatten(dqAcc));
