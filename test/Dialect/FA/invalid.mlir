@@ -233,6 +233,23 @@ func.func @zero_head_dim(%q: tensor<2x4x0xf32>, %k: tensor<2x4x0xf32>, %v: tenso
 
 // -----
 
+// k carries the 0 when q's head dim is dynamic.
+func.func @zero_head_dim_k(%q: tensor<2x?x?xf32>, %k: tensor<2x5x0xf32>, %v: tensor<2x5x8xf32>) -> tensor<2x?x8xf32> {
+  // expected-error @+1 {{'fa.attention' op expected a positive head_dim, got 0}}
+  %o = fa.attention %q, %k, %v : tensor<2x?x?xf32>, tensor<2x5x0xf32>, tensor<2x5x8xf32> -> tensor<2x?x8xf32>
+  return %o : tensor<2x?x8xf32>
+}
+
+// -----
+
+func.func @zero_head_dim_k_backward(%q: tensor<2x4x?xf32>, %k: tensor<2x4x0xf32>, %v: tensor<2x4x8xf32>, %o: tensor<2x4x8xf32>, %do: tensor<2x4x8xf32>, %lse: tensor<2x4xf32>) -> tensor<2x4x?xf32> {
+  // expected-error @+1 {{'fa.attention_backward' op expected a positive head_dim, got 0}}
+  %dq, %dk, %dv = fa.attention_backward %q, %k, %v, %o, %do, %lse : tensor<2x4x?xf32>, tensor<2x4x0xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32> -> tensor<2x4x?xf32>, tensor<2x4x0xf32>, tensor<2x4x8xf32>
+  return %dq : tensor<2x4x?xf32>
+}
+
+// -----
+
 func.func @zero_head_dim_v(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x0xf32>) -> tensor<2x4x0xf32> {
   // expected-error @+1 {{'fa.attention' op expected a positive head_dim_v (the last dim of v), got 0}}
   %o = fa.attention %q, %k, %v : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x0xf32> -> tensor<2x4x0xf32>

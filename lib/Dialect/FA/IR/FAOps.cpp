@@ -125,8 +125,9 @@ static LogicalResult verifyQKV(Operation *op, RankedTensorType qTy,
   if (!dimsCompatible(ks[nb], vs[nb]))
     return op->emitOpError("expected v seqlen ")
            << dimStr(ks[nb]) << " (that of k), got " << dimStr(vs[nb]);
-  // A head dim of 0 leaves nothing to attend with (every score 0).
-  if (qs[nb + 1] == 0)
+  // A head dim of 0 leaves nothing to attend with (every score 0). Either
+  // of q and k may carry it (the other's dynamic).
+  if (qs[nb + 1] == 0 || ks[nb + 1] == 0)
     return op->emitOpError("expected a positive head_dim, got 0");
   // Nor is there an output row to write with a value head dim of 0.
   if (vs[nb + 1] == 0)
