@@ -488,7 +488,7 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "producer warpgroup (`backward-producer-warp` false, or `auto` "
            "where it does not take it: all but D = Dv = 128 without a mask "
            "or with top_left) and ops without a causal mask ignore it. At D 64 (with "
-           "`backward-producer-warp=true`) ptxas spills 16 bytes of the "
+           "`backward-producer-warp=true`) ptxas spills 8-12 bytes of the "
            "paired `_dkdv`">,
   ];
   let dependentDialects = [

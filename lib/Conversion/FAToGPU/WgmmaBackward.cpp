@@ -1322,8 +1322,10 @@ void mlir::fa::gpukernel::buildWgmmaBackwardBody(OpBuilder &b, Location loc,
     // +0.6-1.4% at T 2k, -1 to +3.4% at T 4k, causal +1.6-1.8%. Without
     // the producer (D 64) the same placement was 12-17% slower (not
     // profiled; likely the next tile's staging then waits for these
-    // reductions to read its boxes, issued only one product earlier).
-    const bool dqAfterDs = dqTb && dqFragmentOrder;
+    // reductions to read its boxes, issued only one product earlier). Only
+    // with 64-query tiles: the D 64 producer kernel (128-query tiles,
+    // backward-producer-warp=true) spilled 388-396 bytes with it.
+    const bool dqAfterDs = dqTb && dqFragmentOrder && tile == 64;
     if (dqTb) {
       SmallVector<Value> waited = wgmmaWait(x, 1, flatten(dqAcc));
       dqAtomics(x, dqTb, unflatten(waited, dqAcc.size()), !dqAfterDs);
