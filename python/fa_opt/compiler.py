@@ -21,7 +21,7 @@ import shutil
 import stat
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from . import __version__, cache
@@ -195,25 +195,37 @@ def make_ptx(mlir_text: str, options: CompileOptions, tool: str,
 
 @dataclass
 class Artifact:
-    """A compiled configuration: a folder with ``fa_opt.json``."""
+    """A compiled configuration: a folder with ``fa_opt.json``.
+
+    ``manifests``: the parsed manifests by file name, when whoever made the
+    artifact has read them already (:func:`artifact_problem` does, for the
+    registry's index); the others are read from the folder when asked
+    for."""
 
     directory: str
     entry: dict
     config: AttentionConfig
+    manifests: Dict[str, object] = field(default_factory=dict, repr=False,
+                                         compare=False)
 
     @property
     def chip(self) -> str:
         return self.entry["options"]["chip"]
 
+    def _manifest(self, name: str, reader):
+        m = self.manifests.get(name)
+        if m is None:
+            m = reader(os.path.join(self.directory, name))
+        return m
+
     def forward_manifest(self) -> Manifest:
-        return read_manifest(os.path.join(self.directory,
-                                          self.entry["forward"][0]))
+        return self._manifest(self.entry["forward"][0], read_manifest)
 
     def backward_manifest(self) -> Optional[BackwardManifest]:
         """The backward kernels (one version-2 manifest naming them in
         launch order), None when fa-opt compiled none."""
         for name in self.entry.get("backward") or ():
-            m = read_any_manifest(os.path.join(self.directory, name))
+            m = self._manifest(name, read_any_manifest)
             if isinstance(m, BackwardManifest):
                 return m
         return None
@@ -250,14 +262,18 @@ def entry_problem(entry) -> Optional[str]:
     return None
 
 
-def artifact_problem(directory: str, entry) -> Optional[str]:
+def artifact_problem(directory: str, entry,
+                     parsed: Optional[Dict[str, object]] = None
+                     ) -> Optional[str]:
     """Why the folder ``directory`` with the parsed ``fa_opt.json``
     ``entry`` is not a usable compiled configuration (None when it is):
     :func:`entry_problem`, or a manifest it names that is missing, does not
     parse (:class:`~fa_opt.manifest.ManifestError`), is of the wrong kind
     (the first forward name must be a forward manifest, a backward name a
     backward one), lies outside the folder, or names a PTX file that is
-    missing. Reads only the manifests, not the PTX."""
+    missing. Reads only the manifests, not the PTX; with ``parsed`` (a
+    dict), puts each manifest it read there by file name (for
+    :attr:`Artifact.manifests`)."""
     problem = entry_problem(entry)
     if problem:
         return problem
@@ -283,6 +299,8 @@ def artifact_problem(directory: str, entry) -> Optional[str]:
             return f"{kind} manifest '{name}': {err}"
         if (kind == "forward") != isinstance(m, Manifest):
             return f"'{name}' is not a {kind} manifest"
+        if parsed is not None:
+            parsed[name] = m
         if not os.path.isfile(m.ptx):
             return f"{kind} manifest '{name}' names the PTX file " \
                 f"'{os.path.basename(m.ptx)}', which is missing"

@@ -291,14 +291,17 @@ class Registry:
                     try:
                         with open(entry_path) as f:
                             entry = json.load(f)
-                        problem = artifact_problem(dirpath, entry)
+                        # The manifests parsed here serve the lookups.
+                        parsed: Dict[str, object] = {}
+                        problem = artifact_problem(dirpath, entry, parsed)
                         config = None if problem else \
                             AttentionConfig(**entry["config"])
                     except (OSError, ValueError, KeyError, TypeError) as err:
                         problem = str(err) or type(err).__name__
                     if problem is None:
                         index.append(("artifact",
-                                      Artifact(dirpath, entry, config)))
+                                      Artifact(dirpath, entry, config,
+                                               parsed)))
                         covered.add(dirpath)
                         continue
                     # Not an entry this package wrote: said, and the

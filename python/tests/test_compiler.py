@@ -100,6 +100,32 @@ def test_precompiled_folder_without_fa_opt(fa_opt_tool, cache_root, tmp_path,
         reg.kernels_for(AttentionConfig("bf16", 64, causal=True), "sm_80", 1, 2, 3)
 
 
+def test_index_reads_each_manifest_once(fa_opt_tool, cache_root, tmp_path,
+                                       monkeypatch):
+    """The registry's index checks an entry's manifests by parsing them;
+    the lookups that follow use those parses rather than reading the files
+    again."""
+    import builtins
+    from fa_opt import manifest as manifest_module
+    from fa_opt.__main__ import main
+    out = tmp_path / "kernels"
+    assert main(["compile", "--dtype", "bf16", "--out", str(out)]) == 0
+    reads = []
+
+    def counting_open(path, *args, **kwargs):
+        if str(path).endswith(".manifest"):
+            reads.append(os.path.basename(str(path)))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(manifest_module, "open", counting_open, raising=False)
+    reg = Registry()
+    reg.add_kernel_dir(str(out))
+    for _ in range(2):
+        ks = reg.kernels_for(AttentionConfig("bf16", 64), "sm_90a", 4, 100, 90)
+        assert ks.forward.dtype == "bf16" and ks.backward is not None
+    assert reads and len(reads) == len(set(reads)), reads
+
+
 def test_bare_manifests_from_fa_opt(fa_opt_tool, tmp_path, monkeypatch):
     """Folders that fa-opt --fa-to-ptx wrote directly (no fa_opt.json),
     e.g. bench/make_gpu_check_kernels.sh's, serve calls they fit."""
