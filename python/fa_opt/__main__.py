@@ -25,7 +25,8 @@ import sys
 from .compiler import (CompilationError, FaOptNotFoundError,
                        compile_attention, export_artifact)
 from .config import (AttentionConfig, CAUSAL_KINDS, CompileOptions, DTYPES,
-                     OPTION_FIELDS, SUPPORTED_CHIPS, option_key,
+                     OPTION_FIELDS, SHORT_FORWARD_MAX_SEQLEN_K,
+                     SUPPORTED_CHIPS, option_key,
                      scale_problem)
 from .manifest import ManifestError
 
@@ -136,6 +137,14 @@ def _parser():
                         "pair-key-blocks=true; repeatable; fa-opt rejects "
                         "an unknown key); options with a flag of their own "
                         "take the flag")
+    c.add_argument("--short-forward", choices=("true", "false"),
+                   default="true",
+                   help="also compile a forward for key sequences of at most "
+                        f"{SHORT_FORWARD_MAX_SEQLEN_K} (64-query tiles, three "
+                        "blocks per multiprocessor; sm_90a, head dim 64, "
+                        "bf16/f16, and only when the flags above leave the "
+                        "forward's shape to fa-to-ptx), launched for such "
+                        "calls (default: true)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -198,7 +207,8 @@ def _options(args) -> CompileOptions:
                               else flag(args.backward_producer_warp)),
                           deterministic=flag(args.deterministic),
                           index_bitwidth=args.index_bitwidth,
-                          extra=extra)
+                          extra=extra,
+                          short_forward=args.short_forward == "true")
 
 
 def _compile(args, sub) -> int:
@@ -248,9 +258,18 @@ def _compile(args, sub) -> int:
                   f"{config.short_name()}: no backward kernels: "
                   f"{why[-1].strip() if why else 'fa-opt failed'}",
                   file=sys.stderr)
+        short = art.entry.get("forward_short")
+        if short:
+            bwd += f", short forward (seqlen_k <= {short['max_seqlen_k']})"
         print(f"{config.short_name():28s} scale {config.scale:.6g}  "
               f"{art.entry['forward'][0]}, {bwd}  -> {where}")
     return 0
+
+
+def _short_text(entry) -> str:
+    """' short_forward seqlen_k<=N' for an entry with a short forward."""
+    short = entry.get("forward_short")
+    return f" short_forward seqlen_k<={short['max_seqlen_k']}" if short else ""
 
 
 def _options_text(options) -> str:
@@ -290,6 +309,7 @@ def _list(args, sub) -> int:
             print(f"{item.directory}: {cfg.short_name()} scale {cfg.scale:.6g} "
                   f"chip {item.chip} backward "
                   f"{'yes' if item.entry.get('backward') else 'no'}"
+                  + _short_text(item.entry)
                   + _options_text(item.entry.get("options")))
         else:
             print(f"{item.path}: {item.dtype} d{item.head_dim} {item.causal} "

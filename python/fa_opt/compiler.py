@@ -22,10 +22,11 @@ import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import __version__, cache
-from .config import AttentionConfig, CompileOptions
+from .config import (SHORT_FORWARD_MAX_SEQLEN_K, AttentionConfig,
+                     CompileOptions, short_forward_options)
 from .manifest import (BackwardManifest, Manifest, read_any_manifest,
                        read_manifest)
 
@@ -123,12 +124,14 @@ def _attrs(config: AttentionConfig) -> str:
     return f"scale({mlir_float(config.scale)}) causal({config.causal})"
 
 
-def make_mlir(config: AttentionConfig) -> str:
+def make_mlir(config: AttentionConfig, direction: str = "fwd") -> str:
     """Stage 1 (forward): rank-3 ``[batch, T, D]`` tensors, the batch dims
     flattened as the kernel ABI has them; the scale spelled out
-    (:func:`mlir_float`: a literal MLIR parses back to the same double)."""
+    (:func:`mlir_float`: a literal MLIR parses back to the same double).
+    ``direction`` names the function (:func:`func_name`): ``fwd_short``
+    for the short forward, whose kernel then has a name of its own."""
     q, k, v, o, lse = _types(config)
-    name = func_name(config, "fwd")
+    name = func_name(config, direction)
     return (
         f"// fa_opt {__version__}: forward of {config.to_dict()}\n"
         f"func.func @{name}(%q: {q}, %k: {k}, %v: {v}) -> ({o}, {lse}) {{\n"
@@ -221,6 +224,16 @@ class Artifact:
     def forward_manifest(self) -> Manifest:
         return self._manifest(self.entry["forward"][0], read_manifest)
 
+    def short_forward(self) -> Optional[Tuple[int, Manifest]]:
+        """``(max_seqlen_k, manifest)`` of the short forward (see
+        :func:`fa_opt.config.short_forward_options`), None when the entry
+        has none."""
+        short = self.entry.get("forward_short")
+        if not short:
+            return None
+        return short["max_seqlen_k"], self._manifest(short["manifest"],
+                                                     read_manifest)
+
     def backward_manifest(self) -> Optional[BackwardManifest]:
         """The backward kernels (one version-2 manifest naming them in
         launch order), None when fa-opt compiled none."""
@@ -255,6 +268,15 @@ def entry_problem(entry) -> Optional[str]:
     if not isinstance(forward, list) or not forward or \
             not all(isinstance(name, str) for name in forward):
         return "no 'forward' list of manifest names"
+    short = entry.get("forward_short")
+    if short is not None and (
+            not isinstance(short, dict)
+            or not isinstance(short.get("manifest"), str)
+            or not isinstance(short.get("max_seqlen_k"), int)
+            or isinstance(short.get("max_seqlen_k"), bool)
+            or short["max_seqlen_k"] < 0):
+        return "'forward_short' is not an object with a 'manifest' name " \
+            "and a 'max_seqlen_k' count"
     backward = entry.get("backward")
     if backward is not None and (not isinstance(backward, list) or not all(
             isinstance(name, str) for name in backward)):
@@ -279,6 +301,8 @@ def artifact_problem(directory: str, entry,
         return problem
     names = [(name, "forward") for name in entry["forward"][:1]] + \
         [(name, "backward") for name in entry.get("backward") or ()]
+    if entry.get("forward_short"):
+        names.append((entry["forward_short"]["manifest"], "forward"))
     for name, kind in names:
         if os.path.basename(name) != name or name in (".", ".."):
             return f"the {kind} manifest name '{name}' is not a file name"
@@ -343,6 +367,20 @@ def compile_attention(config: AttentionConfig,
                      "options": options.to_dict(), "pipeline": PIPELINE,
                      "fa_opt": dict(identity, path=tool),
                      "forward": forward, "backward": None}
+            short = short_forward_options(config, options)
+            if short is not None:
+                # The default forward serves every length; a failed short
+                # one is noted and left out.
+                try:
+                    entry["forward_short"] = {
+                        "manifest": make_ptx(
+                            make_mlir(config, "fwd_short"), short, tool,
+                            staging, "forward_short")[0],
+                        "max_seqlen_k": SHORT_FORWARD_MAX_SEQLEN_K}
+                except CompilationError as err:
+                    entry["forward_short_error"] = \
+                        str(err).splitlines()[0] + "\n" + \
+                        _first_error_line(str(err))
             if backward:
                 try:
                     entry["backward"] = make_ptx(

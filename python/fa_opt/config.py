@@ -22,7 +22,7 @@ import math
 import numbers
 import re
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional, Union
 
 #: Element types of q/k/v/o, spelled as in the IR and the manifest.
@@ -252,9 +252,18 @@ class CompileOptions:
     # key (fa-to-ptx's options do not depend on their order), so equal
     # option sets compare equal and share one cache key.
     extra: tuple = field(default=())
+    # A second forward kernel for short key sequences, compiled next to the
+    # default one and launched when seqlen_k <= SHORT_FORWARD_MAX_SEQLEN_K
+    # (see short_forward_options: where it applies and what it is). A
+    # choice of the compile driver (fa_opt), not an fa-to-ptx option: True
+    # adds it where it applies, False never.
+    short_forward: bool = True
 
     def __post_init__(self):
         self._check_extra()
+        if not isinstance(self.short_forward, bool):
+            raise TypeError("short_forward must be True or False, got "
+                            f"{self.short_forward!r}")
         # chip and features go into --fa-to-ptx="..." as they are: one word
         # each, so that neither can carry further options.
         if not isinstance(self.chip, str) or not _CHIP.fullmatch(self.chip):
@@ -374,6 +383,51 @@ class CompileOptions:
         d = asdict(self)
         d["extra"] = list(self.extra)
         return d
+
+
+#: The longest key sequence (seqlen_k) that the short forward runs
+#: (CompileOptions.short_forward). H100, bf16 D 64 forward, fa-run
+#: TFLOP/s: the short kernel is 14% faster than the default at T 1k, 2%
+#: at T 2k, and 3% slower at T 4k (docs/PERFORMANCE.md, forty-second
+#: session).
+SHORT_FORWARD_MAX_SEQLEN_K = 2048
+
+
+def short_forward_options(config: AttentionConfig, options: CompileOptions
+                          ) -> Optional[CompileOptions]:
+    """The options of the short forward of ``config``, or None where it does
+    not apply.
+
+    The default sm_90a forward at head dim 64 runs 192-query tiles, one
+    block of four warpgroups (a producer and three consumers) per
+    multiprocessor, so every block start and end is exposed; over a short
+    key sequence that is a large share of a block. The short forward runs
+    64-query tiles with 128-key blocks, one warpgroup per block and no
+    producer warpgroup, three blocks per multiprocessor, whose starts and
+    ends overlap the other blocks' work.
+
+    It applies with ``options.short_forward`` on sm_90a, at head dim 64
+    (q/k and v), bf16 or f16, when seqlen_k is dynamic or at most
+    SHORT_FORWARD_MAX_SEQLEN_K, and when the options leave the forward's
+    shape to the pipeline (no block_m, block_n, producer_warp,
+    tiles_per_block, ``tma=False`` or extra option). The options returned
+    are ``options`` with block_m 64, block_n 128, producer_warp False and
+    short_forward False."""
+    if not options.short_forward or options.chip != "sm_90a":
+        return None
+    if config.head_dim != 64 or config.head_dim_v != 64 or \
+            config.dtype not in ("bf16", "f16"):
+        return None
+    if config.seqlen_k is not None and \
+            config.seqlen_k > SHORT_FORWARD_MAX_SEQLEN_K:
+        return None
+    if options.block_m is not None or options.block_n is not None or \
+            options.producer_warp is not None or \
+            options.tiles_per_block is not None or options.tma is False or \
+            options.extra:
+        return None
+    return replace(options, block_m=64, block_n=128, producer_warp=False,
+                   short_forward=False)
 
 
 def chip_for_capability(major: int, minor: int) -> str:

@@ -188,7 +188,7 @@ def forward(q, k, v, causal="none", scale=None, fn="fa_opt.attention"
     for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse)):
         t, tensors[name] = _as_memref(name, t)
         keep.append(t)
-    launch(ks, ks.forward, q.device.index if q.device.index is not None
+    launch(ks, ks.forward_for(p.seqlen_k), q.device.index if q.device.index is not None
            else torch.cuda.current_device(), tensors, p.batch, p.seqlen_q,
            p.seqlen_k, torch.cuda.current_stream(q.device).cuda_stream)
     return o, lse

@@ -44,17 +44,28 @@ MAX_GRID_Y = 65535
 @dataclass
 class KernelSet:
     """The forward kernel of a config and, if compiled, its backward
-    kernels (launch order)."""
+    kernels (launch order). ``short_forward``: ``(max_seqlen_k, manifest)``
+    of a second forward kernel for key sequences of at most max_seqlen_k
+    (:func:`fa_opt.config.short_forward_options`), or None."""
 
     config: AttentionConfig
     forward: Manifest
     backward: Optional[BackwardManifest] = None
     backward_error: Optional[str] = None
     source: str = ""
+    short_forward: Optional[Tuple[int, Manifest]] = None
     _functions: Dict[Tuple[str, int], object] = field(default_factory=dict)
 
     def accepts(self, batch: int, seqlen_q: int, seqlen_k: int) -> bool:
         return self.forward.accepts(batch, seqlen_q, seqlen_k)
+
+    def forward_for(self, seqlen_k: int) -> Manifest:
+        """The forward kernel that runs a call with ``seqlen_k`` keys: the
+        short forward up to its max_seqlen_k, else the default one."""
+        if self.short_forward is not None and \
+                seqlen_k <= self.short_forward[0]:
+            return self.short_forward[1]
+        return self.forward
 
     def function(self, manifest: Manifest, device: int):
         key = (manifest.kernel, device)
@@ -353,7 +364,8 @@ class Registry:
                         config=art.config, forward=art.forward_manifest(),
                         backward=art.backward_manifest(),
                         backward_error=art.backward_error,
-                        source=art.directory))
+                        source=art.directory,
+                        short_forward=art.short_forward()))
                 except (OSError, ManifestError):
                     continue
             else:
@@ -424,7 +436,8 @@ class Registry:
             ks = KernelSet(config=config, forward=art.forward_manifest(),
                            backward=art.backward_manifest(),
                            backward_error=art.backward_error,
-                           source=art.directory)
+                           source=art.directory,
+                           short_forward=art.short_forward())
             if not ks.accepts(batch, seqlen_q, seqlen_k):
                 raise RuntimeError(f"compiled kernel {ks.forward.kernel} does "
                                    f"not accept the sizes it was compiled for")

@@ -261,6 +261,26 @@ def test_compile_and_list_with_fa_opt(capsys, tmp_path, fa_opt_tool, cache_root)
                              "pair-key-blocks=true"), out
 
 
+def test_compile_and_list_say_which_entries_have_a_short_forward(
+        capsys, tmp_path, fa_opt_tool, cache_root):
+    """Head dim 64 bf16 gets the short forward by default, not with
+    --short-forward false nor at head dim 128; compile and list say so."""
+    out_dir = str(tmp_path / "k")
+    rc, out, err = _run_main(capsys, ["compile", "--head-dim", "64", "128",
+                                      "--no-backward", "--out", out_dir])
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert "short forward (seqlen_k <= 2048)" in lines[0]
+    assert "short forward" not in lines[1]
+    rc, out, err = _run_main(capsys, ["compile", "--short-forward", "false",
+                                      "--no-backward", "--out", out_dir])
+    assert rc == 0 and "short forward" not in out
+    rc, out, err = _run_main(capsys, ["list", out_dir])
+    assert rc == 0 and err == ""
+    assert sorted("short_forward seqlen_k<=2048" in line
+                  for line in out.splitlines()) == [False, False, True], out
+
+
 def test_list_options_text():
     """The options of a cache entry as `list` prints them: fields by their
     fa-to-ptx names, then extra; chip, unset fields and entries without

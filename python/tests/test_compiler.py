@@ -9,8 +9,9 @@ import pytest
 from fa_opt import compiler
 from fa_opt.compiler import (CompilationError, FaOptNotFoundError,
                              compile_attention, find_fa_opt)
-from fa_opt.config import AttentionConfig, CompileOptions
-from fa_opt.runtime import Registry
+from fa_opt.config import (SHORT_FORWARD_MAX_SEQLEN_K, AttentionConfig,
+                           CompileOptions)
+from fa_opt.runtime import KernelSet, Registry
 
 
 def test_find_fa_opt_env_first(monkeypatch, tmp_path, fa_opt_tool):
@@ -39,6 +40,61 @@ def test_compile_dynamic_config(fa_opt_tool, cache_root):
     assert os.path.isfile(os.path.join(art.directory, "forward.mlir"))
     # The backward is compiled when fa-opt can, else the reason is kept.
     assert art.entry["backward"] or "error" in art.backward_error
+
+
+def test_short_forward_is_compiled_and_chosen_by_seqlen_k(fa_opt_tool,
+                                                         cache_root):
+    """At head dim 64 the entry holds a second forward (64-query tiles, one
+    warpgroup per block) under a kernel name of its own; the kernel set
+    launches it up to SHORT_FORWARD_MAX_SEQLEN_K keys, the default one
+    above. Where it does not apply (head dim 128) there is none."""
+    config = AttentionConfig("bf16", 64, causal="top_left")
+    art = compile_attention(config, backward=False)
+    limit, short = art.short_forward()
+    assert limit == SHORT_FORWARD_MAX_SEQLEN_K
+    assert short.kernel == compiler.func_name(config, "fwd_short") + \
+        "_attention_0"
+    default = art.forward_manifest()
+    assert short.kernel != default.kernel and short.ptx != default.ptx
+    assert ".entry " + short.kernel in open(short.ptx).read()
+    assert (short.block_m, short.block_n, short.threads) == (64, 128, 128)
+    assert (default.block_m, default.threads) == (192, 512)
+    assert (short.params, short.causal, short.scale) == (
+        default.params, default.causal, default.scale)
+    reg = Registry()
+    reg.add_kernel_dir(os.path.dirname(art.directory))
+    ks = reg.kernels_for(config, "sm_90a", 2, 100, 100)
+    assert ks.forward_for(1).kernel == short.kernel
+    assert ks.forward_for(SHORT_FORWARD_MAX_SEQLEN_K).kernel == short.kernel
+    assert ks.forward_for(SHORT_FORWARD_MAX_SEQLEN_K + 1).kernel == \
+        default.kernel
+    assert KernelSet(config=config, forward=default).forward_for(1) is default
+    wide = compile_attention(AttentionConfig("bf16", 128), backward=False)
+    assert wide.short_forward() is None and "forward_short" not in wide.entry
+    off = compile_attention(config, CompileOptions(short_forward=False),
+                            backward=False)
+    assert off.short_forward() is None and off.directory != art.directory
+
+
+@pytest.mark.parametrize("short", [
+    "x.manifest", {"manifest": 3, "max_seqlen_k": 2048},
+    {"manifest": "x.manifest"}, {"manifest": "x.manifest",
+                                 "max_seqlen_k": True},
+    {"manifest": "x.manifest", "max_seqlen_k": -1}])
+def test_entry_with_a_malformed_short_forward_is_rejected(short):
+    entry = {"config": {}, "options": {"chip": "sm_90a"},
+             "forward": ["f.manifest"], "forward_short": short}
+    assert "'forward_short' is not an object" in compiler.entry_problem(entry)
+
+
+def test_entry_whose_short_forward_is_missing_is_rejected(fa_opt_tool,
+                                                          cache_root):
+    art = compile_attention(AttentionConfig("f16", 64), backward=False)
+    name = art.entry["forward_short"]["manifest"]
+    assert compiler.artifact_problem(art.directory, art.entry) is None
+    os.remove(os.path.join(art.directory, name))
+    assert compiler.artifact_problem(art.directory, art.entry).startswith(
+        f"forward manifest '{name}': ")
 
 
 def test_second_compile_hits_the_cache(fa_opt_tool, cache_root, monkeypatch):

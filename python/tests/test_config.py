@@ -2,8 +2,9 @@ import math
 
 import pytest
 
-from fa_opt.config import (AttentionConfig, CompileOptions,
-                           chip_for_capability, normalize_causal)
+from fa_opt.config import (SHORT_FORWARD_MAX_SEQLEN_K, AttentionConfig,
+                           CompileOptions, chip_for_capability,
+                           normalize_causal, short_forward_options)
 
 
 def test_defaults_are_resolved():
@@ -224,3 +225,47 @@ def test_compile_options_accept_chips_and_features():
 def test_scale_refuses_bools():
     with pytest.raises(TypeError, match="scale must be a real number"):
         AttentionConfig("bf16", 64, scale=True)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
+@pytest.mark.parametrize("seqlen_k", [None, 1, SHORT_FORWARD_MAX_SEQLEN_K])
+def test_short_forward_applies(dtype, causal, seqlen_k):
+    """sm_90a, head dim 64, bf16/f16, a dynamic or short seqlen_k, and
+    options that leave the forward's shape to fa-to-ptx: the short forward's
+    options are those with 64-query, 128-key tiles and no producer."""
+    options = CompileOptions(index_bitwidth=32, dq_atomics=False,
+                             features="+ptx80")
+    short = short_forward_options(
+        AttentionConfig(dtype, 64, causal=causal, seqlen_k=seqlen_k), options)
+    assert short == CompileOptions(index_bitwidth=32, dq_atomics=False,
+                                   features="+ptx80", block_m=64,
+                                   block_n=128, producer_warp=False,
+                                   short_forward=False)
+
+
+@pytest.mark.parametrize("config,options", [
+    (AttentionConfig("f32", 64), CompileOptions()),
+    (AttentionConfig("bf16", 128), CompileOptions()),
+    (AttentionConfig("bf16", 64, head_dim_v=32), CompileOptions()),
+    (AttentionConfig("bf16", 64, seqlen_k=SHORT_FORWARD_MAX_SEQLEN_K + 1),
+     CompileOptions()),
+    (AttentionConfig("bf16", 64), CompileOptions(chip="sm_80")),
+    (AttentionConfig("bf16", 64), CompileOptions(short_forward=False)),
+    (AttentionConfig("bf16", 64), CompileOptions(block_m=128)),
+    (AttentionConfig("bf16", 64), CompileOptions(block_n=64)),
+    (AttentionConfig("bf16", 64), CompileOptions(producer_warp=True)),
+    (AttentionConfig("bf16", 64), CompileOptions(tiles_per_block=1)),
+    (AttentionConfig("bf16", 64), CompileOptions(tma=False)),
+    (AttentionConfig("bf16", 64), CompileOptions(extra=("stages=3",))),
+], ids=["f32", "d128", "dv32", "long-static-seqlen-k", "sm_80", "off",
+        "block-m", "block-n", "producer-warp", "tiles-per-block", "no-tma",
+        "extra"])
+def test_short_forward_does_not_apply(config, options):
+    assert short_forward_options(config, options) is None
+
+
+def test_short_forward_must_be_a_bool():
+    with pytest.raises(TypeError, match="short_forward must be True or "
+                       "False, got 'yes'"):
+        CompileOptions(short_forward="yes")

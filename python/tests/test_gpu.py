@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 import fa_opt  # noqa: E402
 from fa_opt import ops  # noqa: E402
+from fa_opt.config import SHORT_FORWARD_MAX_SEQLEN_K  # noqa: E402
 
 TOL = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
@@ -68,6 +69,31 @@ def test_forward_matches_float64(dtype, causal):
     assert lse.shape == (2, 3, 77) and lse.dtype == torch.float32
     assert rel(o, ref_o) < TOL[dtype]
     assert (lse.double() - ref_lse).abs().max().item() < 1e-3
+
+
+@pytest.mark.parametrize("dtype", DTYPES[:2], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("causal", CAUSAL)
+@pytest.mark.parametrize("tk", [SHORT_FORWARD_MAX_SEQLEN_K,
+                                SHORT_FORWARD_MAX_SEQLEN_K + 1])
+def test_short_forward_either_side_of_its_bound(dtype, causal, tk):
+    """Head dim 64: up to SHORT_FORWARD_MAX_SEQLEN_K keys the short forward
+    (fa_opt.config.short_forward_options: 64-query tiles, one warpgroup
+    per block) runs, past it the default one; both against float64 (Tq 300:
+    a partial last tile of either)."""
+    q = rand(2, 2, 300, 64, dtype=dtype)
+    k, v = rand(2, 2, tk, 64, dtype=dtype), rand(2, 2, tk, 64, dtype=dtype)
+    ks = ops._kernels(q, ops._checked(q, k, v, "test"), causal, None)
+    launched = ks.forward_for(tk)
+    if ks.short_forward is not None:  # absent from a set compiled without
+        short = tk <= SHORT_FORWARD_MAX_SEQLEN_K
+        assert (launched is ks.short_forward[1]) == short
+        assert (launched.block_m == 64) == short
+    o, lse = fa_opt.attention(q, k, v, causal=causal, return_lse=True)
+    ref_o, ref_lse = reference(q, k, v, causal)
+    assert rel(o, ref_o) < TOL[dtype]
+    seen = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), seen)
+    assert (lse.double() - ref_lse)[seen].abs().max().item() < 1e-3
 
 
 @pytest.mark.parametrize("head_dim,causal", [
