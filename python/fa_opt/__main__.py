@@ -141,10 +141,13 @@ def _parser():
                    default="true",
                    help="also compile a forward for key sequences of at most "
                         f"{SHORT_FORWARD_MAX_SEQLEN_K} (64-query tiles, three "
-                        "blocks per multiprocessor; sm_90a, head dim 64, "
-                        "bf16/f16, and only when the flags above leave the "
-                        "forward's shape to fa-to-ptx), launched for such "
-                        "calls (default: true)")
+                        "blocks per multiprocessor), launched for such "
+                        "calls: on sm_90a at head dim 64 (--head-dim-v 64 "
+                        "too), bf16/f16, with --seqlen-k '?' or at most "
+                        f"{SHORT_FORWARD_MAX_SEQLEN_K}, and only when the "
+                        "flags above leave the forward's shape to fa-to-ptx "
+                        "(default: true; FA_OPT_SHORT_FORWARD=0 turns it off "
+                        "at launch)")
     c.add_argument("--no-backward", action="store_true")
     c.add_argument("--out", help="copy the compiled entries into this folder")
     ls = sub.add_parser("list", help="list the kernels of precompiled folders")
@@ -258,18 +261,34 @@ def _compile(args, sub) -> int:
                   f"{config.short_name()}: no backward kernels: "
                   f"{why[-1].strip() if why else 'fa-opt failed'}",
                   file=sys.stderr)
-        short = art.entry.get("forward_short")
+        short = art.short_forward()
         if short:
-            bwd += f", short forward (seqlen_k <= {short['max_seqlen_k']})"
+            bwd += f", short forward (seqlen_k <= {short[0]})"
+        elif art.short_forward_error:
+            # The default forward runs every length: say why it must.
+            print(f"{PROG} compile: warning: {config.short_name()}: no "
+                  f"short forward: "
+                  f"{art.short_forward_error.strip().splitlines()[-1]}",
+                  file=sys.stderr)
         print(f"{config.short_name():28s} scale {config.scale:.6g}  "
               f"{art.entry['forward'][0]}, {bwd}  -> {where}")
     return 0
 
 
-def _short_text(entry) -> str:
-    """' short_forward seqlen_k<=N' for an entry with a short forward."""
-    short = entry.get("forward_short")
-    return f" short_forward seqlen_k<={short['max_seqlen_k']}" if short else ""
+def _short_text(art) -> str:
+    """' short_forward seqlen_k<=N' for an entry with a short forward,
+    ' short_forward unusable (why)' for one whose short forward fails its
+    check, else ''."""
+    try:
+        short = art.short_forward()
+        problem = art.short_forward_error
+    except (OSError, ValueError) as err:  # the default forward: checked
+        short, problem = None, str(err)
+    if short:
+        return f" short_forward seqlen_k<={short[0]}"
+    if problem and art.entry.get("forward_short") is not None:
+        return f" short_forward unusable ({problem})"
+    return ""
 
 
 def _options_text(options) -> str:
@@ -309,7 +328,7 @@ def _list(args, sub) -> int:
             print(f"{item.directory}: {cfg.short_name()} scale {cfg.scale:.6g} "
                   f"chip {item.chip} backward "
                   f"{'yes' if item.entry.get('backward') else 'no'}"
-                  + _short_text(item.entry)
+                  + _short_text(item)
                   + _options_text(item.entry.get("options")))
         else:
             print(f"{item.path}: {item.dtype} d{item.head_dim} {item.causal} "

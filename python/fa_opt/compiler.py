@@ -227,12 +227,28 @@ class Artifact:
     def short_forward(self) -> Optional[Tuple[int, Manifest]]:
         """``(max_seqlen_k, manifest)`` of the short forward (see
         :func:`fa_opt.config.short_forward_options`), None when the entry
-        has none."""
-        short = self.entry.get("forward_short")
-        if not short:
+        has none or it is not usable (:attr:`short_forward_error`)."""
+        if self.short_forward_error is not None or \
+                not self.entry.get("forward_short"):
             return None
+        short = self.entry["forward_short"]
         return short["max_seqlen_k"], self._manifest(short["manifest"],
                                                      read_manifest)
+
+    @property
+    def short_forward_error(self) -> Optional[str]:
+        """Why the entry has no usable short forward where one was
+        compiled or asked for: the compile's error (``forward_short_error``
+        of fa_opt.json) or :func:`short_forward_problem` (checked once);
+        None when it has one or none was to be had."""
+        if "_short_problem" not in self.__dict__:
+            problem = self.entry.get("forward_short_error")
+            if problem is None:
+                problem = short_forward_problem(
+                    self.directory, self.entry, self.forward_manifest(),
+                    self.manifests)
+            self.__dict__["_short_problem"] = problem
+        return self.__dict__["_short_problem"]
 
     def backward_manifest(self) -> Optional[BackwardManifest]:
         """The backward kernels (one version-2 manifest naming them in
@@ -268,15 +284,6 @@ def entry_problem(entry) -> Optional[str]:
     if not isinstance(forward, list) or not forward or \
             not all(isinstance(name, str) for name in forward):
         return "no 'forward' list of manifest names"
-    short = entry.get("forward_short")
-    if short is not None and (
-            not isinstance(short, dict)
-            or not isinstance(short.get("manifest"), str)
-            or not isinstance(short.get("max_seqlen_k"), int)
-            or isinstance(short.get("max_seqlen_k"), bool)
-            or short["max_seqlen_k"] < 0):
-        return "'forward_short' is not an object with a 'manifest' name " \
-            "and a 'max_seqlen_k' count"
     backward = entry.get("backward")
     if backward is not None and (not isinstance(backward, list) or not all(
             isinstance(name, str) for name in backward)):
@@ -301,43 +308,103 @@ def artifact_problem(directory: str, entry,
         return problem
     names = [(name, "forward") for name in entry["forward"][:1]] + \
         [(name, "backward") for name in entry.get("backward") or ()]
-    if entry.get("forward_short"):
-        names.append((entry["forward_short"]["manifest"], "forward"))
     for name, kind in names:
-        if os.path.basename(name) != name or name in (".", ".."):
-            return f"the {kind} manifest name '{name}' is not a file name"
-        path = os.path.join(directory, name)
-        # A FIFO would block the read, /dev/zero never end.
-        try:
-            st = os.stat(path)
-        except OSError as err:
-            return f"{kind} manifest '{name}': {err.strerror or err}"
-        if not stat.S_ISREG(st.st_mode):
-            return f"{kind} manifest '{name}' is not a regular file"
-        if st.st_size > MAX_MANIFEST_BYTES:
-            return f"{kind} manifest '{name}' has {st.st_size} bytes, " \
-                f"more than a manifest ({MAX_MANIFEST_BYTES})"
-        try:
-            m = read_any_manifest(path)
-        except (OSError, ValueError) as err:  # ManifestError is a ValueError
-            return f"{kind} manifest '{name}': {err}"
-        if (kind == "forward") != isinstance(m, Manifest):
-            return f"'{name}' is not a {kind} manifest"
-        if parsed is not None:
-            parsed[name] = m
-        if not os.path.isfile(m.ptx):
-            return f"{kind} manifest '{name}' names the PTX file " \
-                f"'{os.path.basename(m.ptx)}', which is missing"
+        problem, _ = _manifest_problem(directory, name, kind, parsed)
+        if problem:
+            return problem
+    return None
+
+
+def _manifest_problem(directory: str, name, kind: str,
+                      parsed: Optional[Dict[str, object]] = None):
+    """``(problem, manifest)``: why the manifest file ``name`` of the folder
+    is not a usable ``kind`` ("forward" or "backward") manifest (see
+    :func:`artifact_problem`), else ``(None, the parsed manifest)``."""
+    if not isinstance(name, str) or os.path.basename(name) != name or \
+            name in (".", ".."):
+        return f"the {kind} manifest name '{name}' is not a file name", None
+    path = os.path.join(directory, name)
+    # A FIFO would block the read, /dev/zero never end.
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return f"{kind} manifest '{name}': {err.strerror or err}", None
+    if not stat.S_ISREG(st.st_mode):
+        return f"{kind} manifest '{name}' is not a regular file", None
+    if st.st_size > MAX_MANIFEST_BYTES:
+        return f"{kind} manifest '{name}' has {st.st_size} bytes, " \
+            f"more than a manifest ({MAX_MANIFEST_BYTES})", None
+    try:
+        m = read_any_manifest(path)
+    except (OSError, ValueError) as err:  # ManifestError is a ValueError
+        return f"{kind} manifest '{name}': {err}", None
+    if (kind == "forward") != isinstance(m, Manifest):
+        return f"'{name}' is not a {kind} manifest", None
+    if parsed is not None:
+        parsed[name] = m
+    if not os.path.isfile(m.ptx):
+        return f"{kind} manifest '{name}' names the PTX file " \
+            f"'{os.path.basename(m.ptx)}', which is missing", None
+    return None, m
+
+
+#: What the short forward's manifest must share with the default forward's:
+#: both are launched with the same tensors (fa_opt.ops.forward sizes o
+#: from the default one).
+_SHORT_SAME = ("chip", "dtype", "o_dtype", "causal", "scale", "batch",
+               "batch_shape", "seqlen_q", "seqlen_k", "head_dim",
+               "head_dim_v", "has_lse", "params")
+
+
+def short_forward_problem(directory: str, entry, default: Manifest,
+                          parsed: Optional[Dict[str, object]] = None
+                          ) -> Optional[str]:
+    """Why the entry's ``forward_short`` is not usable (None when it is or
+    when the entry has none): not an object with a ``manifest`` file name
+    and a ``max_seqlen_k`` count, a manifest that fails
+    :func:`artifact_problem`'s check, or one that differs from the default
+    forward ``default`` in what a launch with the same tensors needs
+    (element types, mask, scale, static dims, head dims, lse, params). A
+    short forward with a problem is left out: the default forward runs
+    every length."""
+    short = entry.get("forward_short")
+    if short is None:
+        return None
+    limit = short.get("max_seqlen_k") if isinstance(short, dict) else None
+    if not isinstance(short, dict) or not isinstance(
+            short.get("manifest"), str) or not isinstance(limit, int) or \
+            isinstance(limit, bool) or limit < 0:
+        return "'forward_short' is not an object with a 'manifest' name " \
+            "and a 'max_seqlen_k' count"
+    problem, m = _manifest_problem(directory, short["manifest"], "forward",
+                                   parsed)
+    if problem:
+        return "short " + problem
+    for key in _SHORT_SAME:
+        if getattr(m, key) != getattr(default, key):
+            return f"the short forward '{short['manifest']}' has {key} " \
+                f"{getattr(m, key)!r}, the default forward " \
+                f"{getattr(default, key)!r}"
     return None
 
 
 def key_material(config: AttentionConfig, options: CompileOptions,
                  identity: dict) -> dict:
-    """Everything the cache key hashes."""
+    """Everything the cache key hashes. The short forward enters as what
+    it is (its options, bound and MLIR, or None where it does not apply),
+    not as the ``short_forward`` flag: a config it cannot apply to has one
+    key with the flag on or off."""
+    short = short_forward_options(config, options)
+    plain = options.to_dict()
+    plain.pop("short_forward")
     return {"format": cache.CACHE_FORMAT, "package": __version__,
             "config": config.to_dict(), "pipeline": PIPELINE,
-            "options": options.to_dict(), "fa_opt": identity,
-            "mlir": [make_mlir(config), make_backward_mlir(config)]}
+            "options": plain, "fa_opt": identity,
+            "mlir": [make_mlir(config), make_backward_mlir(config)],
+            "short_forward": None if short is None else {
+                "options": short.to_dict(),
+                "max_seqlen_k": SHORT_FORWARD_MAX_SEQLEN_K,
+                "mlir": make_mlir(config, "fwd_short")}}
 
 
 def compile_attention(config: AttentionConfig,
@@ -369,26 +436,36 @@ def compile_attention(config: AttentionConfig,
                      "forward": forward, "backward": None}
             short = short_forward_options(config, options)
             if short is not None:
-                # The default forward serves every length; a failed short
-                # one is noted and left out.
+                # The default forward serves every length; a short one
+                # that failed (or wrote what does not check) is noted and
+                # left out, with the files it wrote.
+                before = set(os.listdir(staging))
                 try:
                     entry["forward_short"] = {
                         "manifest": make_ptx(
                             make_mlir(config, "fwd_short"), short, tool,
                             staging, "forward_short")[0],
                         "max_seqlen_k": SHORT_FORWARD_MAX_SEQLEN_K}
+                    problem = None
+                    if not artifact_problem(staging, entry):
+                        problem = short_forward_problem(
+                            staging, entry, read_manifest(
+                                os.path.join(staging, forward[0])))
+                    if problem:
+                        raise CompilationError(problem)
                 except CompilationError as err:
-                    entry["forward_short_error"] = \
-                        str(err).splitlines()[0] + "\n" + \
-                        _first_error_line(str(err))
+                    entry.pop("forward_short", None)
+                    entry["forward_short_error"] = _error_summary(str(err))
+                    for name in set(os.listdir(staging)) - before:
+                        if not name.endswith(".mlir"):
+                            os.remove(os.path.join(staging, name))
             if backward:
                 try:
                     entry["backward"] = make_ptx(
                         make_backward_mlir(config), options, tool, staging,
                         "backward")
                 except CompilationError as err:
-                    entry["backward_error"] = str(err).splitlines()[0] + \
-                        "\n" + _first_error_line(str(err))
+                    entry["backward_error"] = _error_summary(str(err))
             entry["compile_seconds"] = round(time.perf_counter() - start, 3)
             # What fa-opt wrote must read back before it is cached.
             problem = artifact_problem(staging, entry)
@@ -405,6 +482,14 @@ def compile_attention(config: AttentionConfig,
     else:
         directory = cache.entry_dir(key, cache_root)
     return Artifact(directory=directory, entry=entry, config=config)
+
+
+def _error_summary(text: str) -> str:
+    """A compile error's first line, and its first ``error:`` line when it
+    has one further down."""
+    lines = [text.splitlines()[0] if text else "", _first_error_line(text)]
+    return "\n".join(line for i, line in enumerate(lines)
+                     if line and (i == 0 or line != lines[0]))
 
 
 def _first_error_line(text: str) -> str:

@@ -386,10 +386,10 @@ class CompileOptions:
 
 
 #: The longest key sequence (seqlen_k) that the short forward runs
-#: (CompileOptions.short_forward). H100, bf16 D 64 forward, fa-run
-#: TFLOP/s: the short kernel is 14% faster than the default at T 1k, 2%
-#: at T 2k, and 3% slower at T 4k (docs/PERFORMANCE.md, forty-second
-#: session).
+#: (CompileOptions.short_forward). H100, bf16 D 64 causal forward, fa-run
+#: TFLOP/s against the default kernel: +14% at T 1k, 0 to +2% at T 2k
+#: (+4-5% in the paired rounds against SDPA cuDNN), -5% at T 3k
+#: (docs/PERFORMANCE.md, forty-second session).
 SHORT_FORWARD_MAX_SEQLEN_K = 2048
 
 
@@ -409,8 +409,9 @@ def short_forward_options(config: AttentionConfig, options: CompileOptions
     It applies with ``options.short_forward`` on sm_90a, at head dim 64
     (q/k and v), bf16 or f16, when seqlen_k is dynamic or at most
     SHORT_FORWARD_MAX_SEQLEN_K, and when the options leave the forward's
-    shape to the pipeline (no block_m, block_n, producer_warp,
-    tiles_per_block, ``tma=False`` or extra option). The options returned
+    shape to the pipeline (no block_m, block_n, producer_warp, extra
+    option, ``tma=False`` or tiles_per_block other than 0, fa-to-ptx's
+    default). The options returned
     are ``options`` with block_m 64, block_n 128, producer_warp False and
     short_forward False."""
     if not options.short_forward or options.chip != "sm_90a":
@@ -423,11 +424,12 @@ def short_forward_options(config: AttentionConfig, options: CompileOptions
         return None
     if options.block_m is not None or options.block_n is not None or \
             options.producer_warp is not None or \
-            options.tiles_per_block is not None or options.tma is False or \
+            options.tiles_per_block not in (None, 0) or \
+            options.tma is False or \
             options.extra:
         return None
     return replace(options, block_m=64, block_n=128, producer_warp=False,
-                   short_forward=False)
+                   tiles_per_block=None, short_forward=False)
 
 
 def chip_for_capability(major: int, minor: int) -> str:

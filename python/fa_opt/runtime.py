@@ -61,9 +61,11 @@ class KernelSet:
 
     def forward_for(self, seqlen_k: int) -> Manifest:
         """The forward kernel that runs a call with ``seqlen_k`` keys: the
-        short forward up to its max_seqlen_k, else the default one."""
+        short forward up to its max_seqlen_k, else (and with the
+        environment variable FA_OPT_SHORT_FORWARD=0) the default one."""
         if self.short_forward is not None and \
-                seqlen_k <= self.short_forward[0]:
+                seqlen_k <= self.short_forward[0] and \
+                os.environ.get("FA_OPT_SHORT_FORWARD", "1") != "0":
             return self.short_forward[1]
         return self.forward
 
@@ -400,8 +402,11 @@ class Registry:
                 candidates = self._from_dirs(config, chip)
                 # A set with a backward before one without (a forward-only
                 # compile of the same config in the same folder would
-                # otherwise hide it from training).
-                candidates.sort(key=lambda ks: ks.backward is None)
+                # otherwise hide it from training), then one with a short
+                # forward before one without (so that the order the folders
+                # were read in does not decide).
+                candidates.sort(key=lambda ks: (ks.backward is None,
+                                                ks.short_forward is None))
                 if deterministic:
                     candidates = [ks for ks in candidates if ks.backward
                                   and ks.backward.deterministic]

@@ -281,6 +281,23 @@ def test_compile_and_list_say_which_entries_have_a_short_forward(
                   for line in out.splitlines()) == [False, False, True], out
 
 
+def test_compile_warns_when_the_short_forward_fails(capsys, tmp_path,
+                                                   fa_opt_tool, cache_root,
+                                                   monkeypatch):
+    """fa-opt failing on the short forward only: exit 0 with the default
+    forward, and a warning that quotes fa-opt's error."""
+    fake = tmp_path / "fa-opt"
+    fake.write_text("#!/bin/sh\ncase \"$*\" in *block-m=64*) echo "
+                    "'x.mlir:1:1: error: no short' >&2; exit 1;; esac\n"
+                    "exec " + fa_opt_tool + " \"$@\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FA_OPT", str(fake))
+    rc, out, err = _run_main(capsys, ["compile", "--no-backward"])
+    assert rc == 0 and "short forward" not in out
+    assert err.strip() == ("python -m fa_opt compile: warning: bf16_d64_none: "
+                           "no short forward: x.mlir:1:1: error: no short")
+
+
 def test_list_options_text():
     """The options of a cache entry as `list` prints them: fields by their
     fa-to-ptx names, then extra; chip, unset fields and entries without

@@ -76,25 +76,139 @@ def test_short_forward_is_compiled_and_chosen_by_seqlen_k(fa_opt_tool,
     assert off.short_forward() is None and off.directory != art.directory
 
 
+def test_short_forward_from_an_on_demand_compile(fa_opt_tool, cache_root,
+                                                monkeypatch):
+    """With no precompiled folder the registry compiles the set, and it
+    launches the short forward as well; FA_OPT_SHORT_FORWARD=0 turns it off
+    at launch."""
+    monkeypatch.delenv("FA_OPT_KERNEL_DIRS", raising=False)
+    config = AttentionConfig("f16", 64, causal="bottom_right")
+    ks = Registry().kernels_for(config, "sm_90a", 2, 100, 100)
+    assert ks.short_forward is not None
+    assert ks.forward_for(100) is ks.short_forward[1]
+    monkeypatch.setenv("FA_OPT_SHORT_FORWARD", "0")
+    assert ks.forward_for(100) is ks.forward
+
+
+def test_short_forward_in_the_cache_key(fa_opt_tool, cache_root):
+    """The key covers the short forward where it applies (its own entry
+    with short_forward=False), and nothing where it does not (head dim 128:
+    one entry either way)."""
+    off = CompileOptions(short_forward=False)
+    wide = AttentionConfig("bf16", 128)
+    assert compile_attention(wide, backward=False).directory == \
+        compile_attention(wide, off, backward=False).directory
+    narrow = AttentionConfig("bf16", 64)
+    assert compile_attention(narrow, backward=False).directory != \
+        compile_attention(narrow, off, backward=False).directory
+    identity = {"fa_opt": "x"}
+    material = compiler.key_material(narrow, CompileOptions(), identity)
+    assert material["short_forward"]["max_seqlen_k"] == \
+        SHORT_FORWARD_MAX_SEQLEN_K
+    assert "fa_fwd_short_" in material["short_forward"]["mlir"]
+    assert compiler.key_material(narrow, off, identity)["short_forward"] \
+        is None
+
+
+def test_a_set_with_a_short_forward_comes_first(fa_opt_tool, cache_root,
+                                                tmp_path):
+    """Two entries of one config in a folder, with and without the short
+    forward: the lookup takes the one with it, whatever the folder order."""
+    from fa_opt.compiler import export_artifact
+    config = AttentionConfig("bf16", 64)
+    out = str(tmp_path / "k")
+    export_artifact(compile_attention(config, CompileOptions(
+        short_forward=False)), out)
+    export_artifact(compile_attention(config), out)
+    reg = Registry()
+    reg.add_kernel_dir(out)
+    assert reg.kernels_for(config, "sm_90a", 1, 10, 10).short_forward
+
+
 @pytest.mark.parametrize("short", [
     "x.manifest", {"manifest": 3, "max_seqlen_k": 2048},
     {"manifest": "x.manifest"}, {"manifest": "x.manifest",
                                  "max_seqlen_k": True},
     {"manifest": "x.manifest", "max_seqlen_k": -1}])
-def test_entry_with_a_malformed_short_forward_is_rejected(short):
-    entry = {"config": {}, "options": {"chip": "sm_90a"},
-             "forward": ["f.manifest"], "forward_short": short}
-    assert "'forward_short' is not an object" in compiler.entry_problem(entry)
+def test_a_malformed_short_forward_leaves_the_default(fa_opt_tool,
+                                                      cache_root, short):
+    art = compile_attention(AttentionConfig("bf16", 64), backward=False)
+    entry = dict(art.entry, forward_short=short)
+    assert compiler.entry_problem(entry) is None
+    assert compiler.artifact_problem(art.directory, entry) is None
+    broken = compiler.Artifact(art.directory, entry, art.config)
+    assert broken.short_forward() is None
+    assert "'forward_short' is not an object" in broken.short_forward_error
 
 
-def test_entry_whose_short_forward_is_missing_is_rejected(fa_opt_tool,
-                                                          cache_root):
+def test_a_broken_short_forward_leaves_the_default(fa_opt_tool, cache_root,
+                                                   tmp_path):
+    """A short manifest that is missing, names a missing PTX file or does
+    not match the default forward leaves the entry usable without it; the
+    CLI's list says why."""
+    import contextlib
+    import io
+    from fa_opt.__main__ import main
+    from fa_opt.compiler import export_artifact
     art = compile_attention(AttentionConfig("f16", 64), backward=False)
+    assert art.short_forward_error is None
     name = art.entry["forward_short"]["manifest"]
-    assert compiler.artifact_problem(art.directory, art.entry) is None
-    os.remove(os.path.join(art.directory, name))
-    assert compiler.artifact_problem(art.directory, art.entry).startswith(
-        f"forward manifest '{name}': ")
+
+    def broken(edit):
+        out = str(tmp_path / f"k{len(os.listdir(tmp_path))}")
+        folder = export_artifact(art, out)
+        edit(os.path.join(folder, name))
+        assert compiler.artifact_problem(folder, art.entry) is None
+        copy = compiler.Artifact(folder, art.entry, art.config)
+        assert copy.short_forward() is None
+        return out, copy.short_forward_error
+
+    _, why = broken(os.remove)
+    assert why.startswith(f"short forward manifest '{name}': ")
+    _, why = broken(lambda path: os.remove(path[:-len(".manifest")] +
+                                           ".ptx"))
+    assert why.endswith("which is missing")
+
+    def rescale(path):
+        text = open(path).read().replace("scale 0.125", "scale 0.5")
+        open(path, "w").write(text)
+    out, why = broken(rescale)
+    assert why == (f"the short forward '{name}' has scale 0.5, the default "
+                   "forward 0.125")
+    reg = Registry()
+    reg.add_kernel_dir(out)
+    ks = reg.kernels_for(AttentionConfig("f16", 64), "sm_90a", 1, 10, 10)
+    assert ks.short_forward is None and ks.forward_for(10) is ks.forward
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["list", out]) == 0
+    assert "short_forward unusable (the short forward" in buf.getvalue()
+
+
+@pytest.mark.parametrize("how", ["fails", "bad-manifest"])
+def test_a_failed_short_compile_keeps_the_rest(fa_opt_tool, cache_root,
+                                               tmp_path, monkeypatch, how):
+    """fa-opt failing on the short forward only (exit 1, or exit 0 with a
+    manifest that does not parse): the entry keeps the default forward and
+    the backward, with the reason in forward_short_error."""
+    fake = tmp_path / "fa-opt"
+    bad = ("echo 'x.mlir:1:1: error: no short' >&2; exit 1" if how == "fails"
+           else "printf 'garbage\\n' > fa_fwd_short_x.manifest; exit 0")
+    fake.write_text("#!/bin/sh\ncase \"$*\" in *block-m=64*) " + bad +
+                    ";; esac\nexec " + fa_opt_tool + " \"$@\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FA_OPT", str(fake))
+    art = compile_attention(AttentionConfig("bf16", 64, causal="top_left"))
+    assert art.entry["backward"] and art.forward_manifest().block_m == 192
+    assert "forward_short" not in art.entry and art.short_forward() is None
+    if how == "fails":
+        assert art.entry["forward_short_error"].endswith("error: no short")
+    else:
+        assert "short forward manifest 'fa_fwd_short_x.manifest'" in \
+            art.entry["forward_short_error"]
+    assert art.short_forward_error == art.entry["forward_short_error"]
+    assert not [n for n in os.listdir(art.directory) if "short" in n and
+                not n.endswith(".mlir")]
 
 
 def test_second_compile_hits_the_cache(fa_opt_tool, cache_root, monkeypatch):

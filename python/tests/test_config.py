@@ -255,11 +255,13 @@ def test_short_forward_applies(dtype, causal, seqlen_k):
     (AttentionConfig("bf16", 64), CompileOptions(block_m=128)),
     (AttentionConfig("bf16", 64), CompileOptions(block_n=64)),
     (AttentionConfig("bf16", 64), CompileOptions(producer_warp=True)),
+    (AttentionConfig("bf16", 64), CompileOptions(producer_warp=False)),
     (AttentionConfig("bf16", 64), CompileOptions(tiles_per_block=1)),
     (AttentionConfig("bf16", 64), CompileOptions(tma=False)),
     (AttentionConfig("bf16", 64), CompileOptions(extra=("stages=3",))),
 ], ids=["f32", "d128", "dv32", "long-static-seqlen-k", "sm_80", "off",
-        "block-m", "block-n", "producer-warp", "tiles-per-block", "no-tma",
+        "block-m", "block-n", "producer-warp", "no-producer-warp",
+        "tiles-per-block", "no-tma",
         "extra"])
 def test_short_forward_does_not_apply(config, options):
     assert short_forward_options(config, options) is None
@@ -269,3 +271,11 @@ def test_short_forward_must_be_a_bool():
     with pytest.raises(TypeError, match="short_forward must be True or "
                        "False, got 'yes'"):
         CompileOptions(short_forward="yes")
+
+
+def test_short_forward_with_the_default_tiles_per_block():
+    """tiles_per_block=0 is fa-to-ptx's default: the short forward applies,
+    and its own options leave the field unset (one tile per block)."""
+    short = short_forward_options(AttentionConfig("bf16", 64),
+                                  CompileOptions(tiles_per_block=0))
+    assert short is not None and short.tiles_per_block is None

@@ -58,9 +58,22 @@ def rand(*shape, dtype=torch.bfloat16):
     return torch.randn(*shape, device="cuda", dtype=torch.float32).to(dtype)
 
 
+@pytest.fixture(params=["short", "default"])
+def forward_kind(request, monkeypatch):
+    """Runs a test with the short forward where the kernel set has one
+    (head dim 64, seqlen_k <= SHORT_FORWARD_MAX_SEQLEN_K), and again with
+    FA_OPT_SHORT_FORWARD=0, so that the default forward is checked on the
+    same small shapes."""
+    if request.param == "default":
+        monkeypatch.setenv("FA_OPT_SHORT_FORWARD", "0")
+    else:
+        monkeypatch.delenv("FA_OPT_SHORT_FORWARD", raising=False)
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("causal", CAUSAL)
-def test_forward_matches_float64(dtype, causal):
+def test_forward_matches_float64(dtype, causal, forward_kind):
     q, k, v = rand(2, 3, 77, 64, dtype=dtype), rand(2, 3, 131, 64, dtype=dtype), \
         rand(2, 3, 131, 64, dtype=dtype)
     o, lse = fa_opt.attention(q, k, v, causal=causal, return_lse=True)
@@ -75,20 +88,28 @@ def test_forward_matches_float64(dtype, causal):
 @pytest.mark.parametrize("causal", CAUSAL)
 @pytest.mark.parametrize("tk", [SHORT_FORWARD_MAX_SEQLEN_K,
                                 SHORT_FORWARD_MAX_SEQLEN_K + 1])
-def test_short_forward_either_side_of_its_bound(dtype, causal, tk):
+def test_short_forward_either_side_of_its_bound(dtype, causal, tk,
+                                               monkeypatch):
     """Head dim 64: up to SHORT_FORWARD_MAX_SEQLEN_K keys the short forward
     (fa_opt.config.short_forward_options: 64-query tiles, one warpgroup
     per block) runs, past it the default one; both against float64 (Tq 300:
     a partial last tile of either)."""
+    monkeypatch.delenv("FA_OPT_SHORT_FORWARD", raising=False)
     q = rand(2, 2, 300, 64, dtype=dtype)
     k, v = rand(2, 2, tk, 64, dtype=dtype), rand(2, 2, tk, 64, dtype=dtype)
     ks = ops._kernels(q, ops._checked(q, k, v, "test"), causal, None)
-    launched = ks.forward_for(tk)
-    if ks.short_forward is not None:  # absent from a set compiled without
-        short = tk <= SHORT_FORWARD_MAX_SEQLEN_K
-        assert (launched is ks.short_forward[1]) == short
-        assert (launched.block_m == 64) == short
+    launched = []
+    real_launch = ops.launch
+    monkeypatch.setattr(ops, "launch", lambda kernels, manifest, *rest: (
+        launched.append(manifest), real_launch(kernels, manifest, *rest)))
     o, lse = fa_opt.attention(q, k, v, causal=causal, return_lse=True)
+    short = tk <= SHORT_FORWARD_MAX_SEQLEN_K
+    assert len(launched) == 1
+    if ks.short_forward is None:  # a set compiled with shape options
+        assert launched[0] is ks.forward
+    else:
+        assert launched[0] is (ks.short_forward[1] if short else ks.forward)
+        assert (launched[0].block_m == 64) == short
     ref_o, ref_lse = reference(q, k, v, causal)
     assert rel(o, ref_o) < TOL[dtype]
     seen = torch.isfinite(ref_lse)
@@ -99,9 +120,11 @@ def test_short_forward_either_side_of_its_bound(dtype, causal, tk):
 @pytest.mark.parametrize("head_dim,causal", [
     (128, "none"), (128, "top_left"), (64, "none"), (64, "top_left"),
     (64, "bottom_right")])
-def test_more_query_tiles_than_resident_blocks(head_dim, causal):
+def test_more_query_tiles_than_resident_blocks(head_dim, causal,
+                                              forward_kind):
     """More query tiles than the device holds blocks at once (4 x 12 x 1000
-    queries: 384 tiles of 128 rows, 288 of 192), so that a persistent
+    queries: 384 tiles of 128 rows, 288 of 192, 768 of the short forward's
+    64), so that a persistent
     kernel's blocks (fa-to-ptx persistent=true; tests/gpu_kernels.sh
     DIR --option persistent=true makes such a set) take several tiles each,
     across both Q buffers; bottom_right with Tq > Tk leaves the first tiles
@@ -119,7 +142,7 @@ def test_more_query_tiles_than_resident_blocks(head_dim, causal):
         assert not seen.all() and (o[~seen] == 0).all()
 
 
-def test_fully_masked_rows_give_zero_and_minus_inf():
+def test_fully_masked_rows_give_zero_and_minus_inf(forward_kind):
     # bottom_right with Tq > Tk: the first Tq - Tk rows see no key.
     q, k, v = rand(1, 2, 100, 64), rand(1, 2, 40, 64), rand(1, 2, 40, 64)
     o, lse = fa_opt.attention(q, k, v, causal="bottom_right", return_lse=True)
