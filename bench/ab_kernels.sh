@@ -18,6 +18,10 @@
 #        NOCHECK variants whose float64 check is skipped (already checked)
 #        FA_RUN fa-run (default /tmp/fa-rt-build/bin/fa-run, built by
 #               scripts/gpu-check.sh; built here if missing)
+#   The forward timed is a set's default kernel (fa_fwd_<config>_*), not its
+#   short forward (fa_fwd_short_*, head dim 64, which attention_bench.py
+#   launches for T <= 2048); to time that shape, make a variant with
+#   --block-m 64 --block-n 128 --producer-warp false.
 #   Forward timings use --no-check, backward ones --memory-only (synthetic
 #   o and lse: no O(T^2) host work). With $OUT set (the device tool) the
 #   check lines go to $OUT/ab-checks.txt and the timings to
@@ -25,7 +29,7 @@
 #   build error.
 set -uo pipefail
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[ $# -ge 2 ] || { sed -n '2,25p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,29p' "$0"; exit 2; }
 ROOT=$1; shift
 VARIANTS=("$@")
 CFGS=${CFGS:-"bf16_d64_none bf16_d64_top_left"}

@@ -8,7 +8,11 @@
 # driver (python -m fa_opt compile). Writes precompiled cache entries into DIR
 # (default .dev/bench, gitignored). Run here (needs fa-opt); carry DIR to the
 # device machine and point FA_OPT_KERNEL_DIRS at it there. Arguments after
-# DIR go to the compile driver (e.g. --option dq-cluster-pairs=true).
+# DIR go to the compile driver (e.g. --option dq-cluster-pairs=true). The
+# head-dim-64 sets include the short forward (fa_opt.config.
+# short_forward_options), launched by attention_bench.py for T <= 2048;
+# options that fix the forward's shape, or --short-forward false, leave it
+# out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export FA_OPT=${FA_OPT:-$PWD/build/bin/fa-opt}
