@@ -47,6 +47,10 @@
 // loops, P V (8) in the loops, where the previous tile ends and after the
 // last turn.
 // RUN: FileCheck %s --check-prefix=PRODUCTS128 < %t/bf16_d128_none_attention_0.ptx
+// At the peeled boundary the previous tile's o stores are committed and not
+// waited for: each warp's lane 0 waits for their reads (wait_group.read)
+// after this tile's prologue (its softmax: ex2), then frees the Q buffer.
+// RUN: FileCheck %s --check-prefix=DEFER < %t/bf16_d128_none_attention_0.ptx
 // RUN: FileCheck %s --check-prefix=PRODUCTS64 < %t/bf16_d64_none_attention_0.ptx
 // Option conflicts are errors.
 // RUN: not fa-opt %s --fa-to-ptx="chip=sm_90a persistent=true producer-warp=false output-dir=%t/e" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRPRODUCER
@@ -100,6 +104,19 @@
 // PRODUCTS128-NOT: wgmma.mma_async.sync.aligned.m64n
 // PRODUCTS64-COUNT-12: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // PRODUCTS64-NOT: wgmma.mma_async.sync.aligned.m64n128k16
+
+// DEFER: cp.async.bulk.commit_group;
+// DEFER-NEXT: // end inline asm
+// DEFER-NOT: cp.async.bulk.wait_group.read
+// DEFER: ex2.approx
+// DEFER-NOT: cp.async.bulk.wait_group.read
+// DEFER: setp.ne.b32 [[LANE:%p[0-9]+]], {{%r[0-9]+}}, 0;
+// DEFER-NEXT: @[[LANE]] bra
+// DEFER-NOT: wgmma
+// DEFER: cp.async.bulk.wait_group.read 0;
+// DEFER-NEXT: // end inline asm
+// DEFER-NEXT: // begin inline asm
+// DEFER-NEXT: mbarrier.arrive.shared::cta.b64 _, [{{%r[0-9]+}}];
 
 // NOSPILL: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // NOSPILL-NOT: C751{{[0-9]}}
