@@ -397,8 +397,9 @@ def ConvertFAToGPU : Pass<"convert-fa-to-gpu", "::mlir::ModuleOp"> {
            "D 128: +5% at T 2k, +1% at T 4k, even at T 8k-16k; D 64 2-10% "
            "slower; docs/PERFORMANCE.md, thirty-eighth session); `true`: "
            "every op it applies to, overriding tiles-per-block (with a "
-           "static Tk of few key blocks ptxas can spill: 136 bytes at Tq "
-           "100, Tk 300, D 128). Other ops "
+           "static Tk of few key blocks ptxas spilled 136-184 bytes at Tq "
+           "100, Tk 300, D 128, before the forty-second session; none "
+           "since). Other ops "
            "ignore it. Errors: another value; `true` with "
            "tiles-per-block=2, pingpong, or without producer-warp">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",

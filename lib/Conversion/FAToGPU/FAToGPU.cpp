@@ -308,7 +308,8 @@ getWgmmaShape(AttentionOp op, const AttentionKernelOptions &options,
     // (The persistent kernel with the wide tiles measured 0.5-1% slower
     // than with 128 keys at T 2k-8k.) `auto` leaves out a static Tk of at
     // most five key blocks, as the two tiles do: with Tq 100 and Tk 300
-    // static (no mask) ptxas spilled 136 bytes.
+    // static (no mask) ptxas spilled 136-184 bytes (none since the o-store
+    // wait moved past the next prologue, forty-second session; not timed).
     const bool persistentHere =
         persistentKernel &&
         !(options.persistent == FeatureChoice::Auto && fewKeyBlocks);

@@ -1197,8 +1197,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
   // Epilogue of the tile: o = O / l, lse = m ln 2 + ln l, with m and l
   // those of `carried` (the key loop's results or the initial values).
   // Persistent, at a peeled boundary: the o stores' read wait and the Q
-  // buffer's release are left to the caller (releaseStagedO), which emits
-  // them after the next tile's prologue.
+  // buffer's release are left to the turn loop's peeled branch, which
+  // emits them after the next tile's prologue.
   bool deferStagedO = false;
   auto emitEpilogue = [&](ValueRange carried, SmallVector<Value> oFinal) {
     // Persistent: a tile without key blocks was not waited for, but its Q
