@@ -14,6 +14,7 @@ Stages (one function each, as a backend compiler of Triton does):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -235,20 +236,18 @@ class Artifact:
         return short["max_seqlen_k"], self._manifest(short["manifest"],
                                                      read_manifest)
 
-    @property
+    @functools.cached_property
     def short_forward_error(self) -> Optional[str]:
         """Why the entry has no usable short forward where one was
         compiled or asked for: the compile's error (``forward_short_error``
         of fa_opt.json) or :func:`short_forward_problem` (checked once);
         None when it has one or none was to be had."""
-        if "_short_problem" not in self.__dict__:
-            problem = self.entry.get("forward_short_error")
-            if problem is None:
-                problem = short_forward_problem(
-                    self.directory, self.entry, self.forward_manifest(),
-                    self.manifests)
-            self.__dict__["_short_problem"] = problem
-        return self.__dict__["_short_problem"]
+        problem = self.entry.get("forward_short_error")
+        if problem is None:
+            problem = short_forward_problem(self.directory, self.entry,
+                                            self.forward_manifest(),
+                                            self.manifests)
+        return problem
 
     def backward_manifest(self) -> Optional[BackwardManifest]:
         """The backward kernels (one version-2 manifest naming them in
@@ -487,9 +486,9 @@ def compile_attention(config: AttentionConfig,
 def _error_summary(text: str) -> str:
     """A compile error's first line, and its first ``error:`` line when it
     has one further down."""
-    lines = [text.splitlines()[0] if text else "", _first_error_line(text)]
-    return "\n".join(line for i, line in enumerate(lines)
-                     if line and (i == 0 or line != lines[0]))
+    first = text.splitlines()[0] if text else ""
+    return "\n".join(line for line in dict.fromkeys(
+        (first, _first_error_line(text))) if line)
 
 
 def _first_error_line(text: str) -> str:

@@ -30,8 +30,14 @@ _chips: Dict[int, str] = {}
 _chip_lock = threading.Lock()
 
 
+def _device_index(device: torch.device) -> int:
+    """The index of a CUDA device (the current one for plain "cuda")."""
+    return device.index if device.index is not None \
+        else torch.cuda.current_device()
+
+
 def _chip(device: torch.device) -> str:
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    index = _device_index(device)
     chip = _chips.get(index)
     if chip is None:
         import os
@@ -188,9 +194,9 @@ def forward(q, k, v, causal="none", scale=None, fn="fa_opt.attention"
     for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse)):
         t, tensors[name] = _as_memref(name, t)
         keep.append(t)
-    launch(ks, ks.forward_for(p.seqlen_k), q.device.index if q.device.index is not None
-           else torch.cuda.current_device(), tensors, p.batch, p.seqlen_q,
-           p.seqlen_k, torch.cuda.current_stream(q.device).cuda_stream)
+    launch(ks, ks.forward_for(p.seqlen_k), _device_index(q.device), tensors,
+           p.batch, p.seqlen_q, p.seqlen_k,
+           torch.cuda.current_stream(q.device).cuda_stream)
     return o, lse
 
 
@@ -214,8 +220,7 @@ def _run_backward(ks: KernelSet, q, k, v, o, lse, do, causal, scale):
     dq_accum: written before read by the kernels, so left uninitialized)."""
     bm = ks.backward
     p = _checked(q, k, v, "fa_opt.attention (backward)")
-    device = q.device.index if q.device.index is not None \
-        else torch.cuda.current_device()
+    device = _device_index(q.device)
     dq = _new_like(q, p.head_dim, _ELT[bm.dq_dtype])
     dk = _new_like(k, p.head_dim, _ELT[bm.dk_dtype])
     dv = _new_like(v, p.head_dim_v, _ELT[bm.dv_dtype])
