@@ -445,11 +445,10 @@ def compile_attention(config: AttentionConfig,
                             make_mlir(config, "fwd_short"), short, tool,
                             staging, "forward_short")[0],
                         "max_seqlen_k": SHORT_FORWARD_MAX_SEQLEN_K}
-                    problem = None
-                    if not artifact_problem(staging, entry):
+                    problem, parsed = None, {}
+                    if not artifact_problem(staging, entry, parsed):
                         problem = short_forward_problem(
-                            staging, entry, read_manifest(
-                                os.path.join(staging, forward[0])))
+                            staging, entry, parsed[forward[0]])
                     if problem:
                         raise CompilationError(problem)
                 except CompilationError as err:

@@ -1196,11 +1196,11 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
 
   // Epilogue of the tile: o = O / l, lse = m ln 2 + ln l, with m and l
   // those of `carried` (the key loop's results or the initial values).
-  // Persistent, at a peeled boundary: the o stores' read wait and the Q
-  // buffer's release are left to the turn loop's peeled branch, which
-  // emits them after the next tile's prologue.
-  bool deferStagedO = false;
-  auto emitEpilogue = [&](ValueRange carried, SmallVector<Value> oFinal) {
+  // `deferStagedO` (persistent, at a peeled boundary): the o stores' read
+  // wait and the Q buffer's release are left to the turn loop's peeled
+  // branch, which emits them after the next tile's prologue.
+  auto emitEpilogue = [&](ValueRange carried, SmallVector<Value> oFinal,
+                          bool deferStagedO = false) {
     // Persistent: a tile without key blocks was not waited for, but its Q
     // load (always issued) must land before o is staged over it.
     if (persistent)
@@ -1418,9 +1418,8 @@ void mlir::fa::gpukernel::buildWgmmaForwardBody(
             // after it (cp.async.bulk.wait_group.read) and then frees the
             // buffer for the producer, which loads into it two turns on.
             Value prevQEmpty = qEmptyBarrier(y);
-            deferStagedO = true;
-            emitEpilogue(prevCarried, toTiles(y, oAcc));
-            deferStagedO = false;
+            emitEpilogue(prevCarried, toTiles(y, oAcc),
+                         /*deferStagedO=*/true);
             restoreTile(cur);
             SmallVector<Value> first = emitPrologue(&sAcc);
             Value lane0 = y.cmpI(
