@@ -175,14 +175,14 @@ class AttentionConfig:
 
 
 # fa-to-ptx options that a CompileOptions field sets (or that the compile
-# driver does), by key: the field's name.
+# driver does), by key: the field's name, or None for the driver's.
 OPTION_FIELDS = {
     "chip": "chip", "block-m": "block_m", "block-n": "block_n",
     "features": "features", "tma": "tma", "producer-warp": "producer_warp",
     "tiles-per-block": "tiles_per_block", "dq-atomics": "dq_atomics",
     "backward-producer-warp": "backward_producer_warp",
     "deterministic": "deterministic", "index-bitwidth": "index_bitwidth",
-    "output-dir": "the compile's output folder"}
+    "output-dir": None}
 
 _CHIP = re.compile(r"sm_[0-9]+[a-z]?")
 _FEATURES = re.compile(r"[+-]?[A-Za-z0-9_.]+(?:,[+-]?[A-Za-z0-9_.]+)*")
@@ -339,8 +339,14 @@ class CompileOptions:
                                 f"strings, got the item {item!r}")
             key = option_key(item)
             if key in OPTION_FIELDS:
-                raise ValueError(f"extra: {key} has its own field: use "
-                                 f"CompileOptions({OPTION_FIELDS[key]}=...)")
+                field = OPTION_FIELDS[key]
+                raise ValueError(
+                    f"extra: {key} has its own field: use "
+                    f"CompileOptions({field}=...)" if field else
+                    f"extra: {key} is chosen by the compile driver (the "
+                    f"cache entry's folder; fa_opt.compiler."
+                    f"export_artifact or 'compile --out' copies an entry "
+                    f"elsewhere)")
             if key in seen:
                 raise ValueError(f"extra: {key} given twice")
             seen.add(key)

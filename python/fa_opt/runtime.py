@@ -504,8 +504,18 @@ registry = Registry()
 
 
 def add_kernel_dir(path: str) -> None:
-    """Adds a folder of precompiled kernels to search (before compiling)."""
-    registry.add_kernel_dir(path)
+    """Adds a folder of precompiled kernels to search (before compiling).
+
+    Raises TypeError unless ``path`` is a str or os.PathLike, and
+    NotADirectoryError unless it names an existing folder (folders from
+    ``$FA_OPT_KERNEL_DIRS`` that do not exist are skipped instead)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"add_kernel_dir: path must be a str or os.PathLike, "
+                        f"got {type(path).__name__}")
+    if not os.path.isdir(path):
+        raise NotADirectoryError(
+            f"add_kernel_dir: not a folder: {os.fspath(path)!r}")
+    registry.add_kernel_dir(os.fspath(path))
 
 
 def set_shape_policy(policy: str) -> None:
@@ -519,5 +529,9 @@ def set_shape_policy(policy: str) -> None:
 
 def set_compile_options(options: Optional[CompileOptions]) -> None:
     """Pipeline options for kernels compiled from now on (the chip is
-    always the device's)."""
+    always the device's); None for the defaults. Raises TypeError for
+    anything but a CompileOptions or None."""
+    if options is not None and not isinstance(options, CompileOptions):
+        raise TypeError(f"set_compile_options: expected a CompileOptions or "
+                        f"None, got {type(options).__name__}")
     registry.options = options

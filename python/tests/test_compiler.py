@@ -603,3 +603,32 @@ def test_list_does_not_read_a_fifo_named_as_a_manifest(fa_opt_tool,
     capsys.readouterr()
     assert main(["list", str(out)]) == 0
     assert "is not a regular file" in capsys.readouterr().err
+
+
+def test_module_setters_check_their_arguments(tmp_path, monkeypatch):
+    """fa_opt.set_compile_options and fa_opt.add_kernel_dir refuse a bad
+    argument at the call, not at the first launch that reads it."""
+    import fa_opt
+    from fa_opt import runtime
+    reg = Registry()
+    monkeypatch.setattr(runtime, "registry", reg)
+    for bad in ("sm_90a", {"chip": "sm_90a"}, CompileOptions):
+        with pytest.raises(TypeError, match="expected a CompileOptions or "
+                           "None"):
+            fa_opt.set_compile_options(bad)
+    assert reg.options is None
+    options = CompileOptions(block_m=64)
+    fa_opt.set_compile_options(options)
+    assert reg.options is options
+    fa_opt.set_compile_options(None)
+    assert reg.options is None
+
+    with pytest.raises(NotADirectoryError, match="not a folder"):
+        fa_opt.add_kernel_dir(str(tmp_path / "missing"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError, match="not a folder"):
+        fa_opt.add_kernel_dir(tmp_path / "file")
+    with pytest.raises(TypeError, match="str or os.PathLike"):
+        fa_opt.add_kernel_dir(3)
+    fa_opt.add_kernel_dir(tmp_path)
+    assert str(tmp_path) in reg.kernel_dirs()
