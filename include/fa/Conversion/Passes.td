@@ -586,8 +586,9 @@ def FAExportKernels : Pass<"fa-export-kernels", "::mlir::ModuleOp"> {
     in the format of docs/ARTIFACTS.md, adding `version` (1 for a forward
     kernel, 3 for one with `tensor_map` lines, 2 for a backward, 4 for one
     with `tensor_map` lines in a kernel section), `ptx` and
-    `chip` (the chip of the object's `#nvvm.target`). The directory is
-    created when missing. The IR is not changed.
+    `chip` (the chip of the object's `#nvvm.target`). The directory and its
+    missing parents are created like `mkdir -p` (mode 0777 less the umask).
+    The IR is not changed.
 
     Preconditions: the binaries hold PTX assembly (`gpu-module-to-binary
     format=isa`). An empty `output-dir` makes the pass a no-op. A binary

@@ -284,7 +284,10 @@ struct FAExportKernelsPass
           << kManifestsAttrName << "')";
       return signalPassFailure();
     }
-    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
+    // Mode 0777 less the umask, as `mkdir -p` (and the files written below)
+    // take it; LLVM's default leaves out other users.
+    if (std::error_code ec = llvm::sys::fs::create_directories(
+            outputDir, /*IgnoreExisting=*/true, llvm::sys::fs::all_all)) {
       mlir::emitError(module.getLoc()) << "fa-export-kernels: cannot create directory '"
                          << outputDir << "': " << ec.message();
       return signalPassFailure();
