@@ -1118,6 +1118,31 @@ static bool isZeroFilled(Value v) {
   return isZeroConstant(v);
 }
 
+/// True when every loop of `c` has one static extent across the operands
+/// and the result that index it (dynamic extents agree with anything), and
+/// each of them is a ranked tensor of its map's rank.
+static bool extentsAgree(const Contraction &c) {
+  SmallVector<int64_t> extent(c.numLoops, ShapedType::kDynamic);
+  for (auto [value, map] : {std::pair(c.lhs, c.lhsMap),
+                            std::pair(c.rhs, c.rhsMap),
+                            std::pair(c.result, c.outMap)}) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || type.getRank() != map.getNumResults())
+      return false;
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      unsigned loop = cast<AffineDimExpr>(expr).getPosition();
+      int64_t size = type.getDimSize(i);
+      if (ShapedType::isDynamic(size))
+        continue;
+      if (ShapedType::isDynamic(extent[loop]))
+        extent[loop] = size;
+      else if (extent[loop] != size)
+        return false;
+    }
+  }
+  return true;
+}
+
 std::optional<Contraction> raise::matchContraction(Operation *op,
                                                    std::string &why) {
   MLIRContext *ctx = op->getContext();
@@ -1137,6 +1162,14 @@ std::optional<Contraction> raise::matchContraction(Operation *op,
     c.lhsMap = AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx);
     c.rhsMap = AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx);
     c.outMap = AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+    // The TOSA verifier does not compare the static extents of a product
+    // ([N, H, C] x [N, C, W] -> [N, H, W]); raising one whose extents
+    // disagree would build ill-typed ops.
+    if (!extentsAgree(c)) {
+      why = "'tosa.matmul' whose operand and result shapes disagree (a "
+            "[N, H, C] x [N, C, W] -> [N, H, W] product)";
+      return std::nullopt;
+    }
     return c;
   }
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);

@@ -1281,6 +1281,33 @@ func.func @tosa_dynamic_mask_may_broadcast(%q: tensor<?x?x4xf32>, %k: tensor<?x?
 
 // -----
 
+// A tosa.matmul whose static extents disagree: K is not transposed, so the
+// first product is [6, 8, 4] x [6, 8, 4] -> [6, 8, 8], with 4 contracted
+// against 8. The TOSA verifier does not compare them; the pass must not
+// read it as Q K^T (it would build ill-typed ops).
+
+// CHECK-LABEL: func.func @tosa_matmul_extents_disagree
+// CHECK-NOT: fa.attention
+// CHECK: tosa.matmul
+func.func @tosa_matmul_extents_disagree(%q: tensor<6x8x4xf32>, %k: tensor<6x8x4xf32>, %v: tensor<6x8x4xf32>) -> tensor<6x8x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %s = tosa.matmul %q, %k, %zp, %zp : (tensor<6x8x4xf32>, tensor<6x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x8xf32>
+  %sc = tosa.mul %s, %half, %shift : (tensor<6x8x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<6x8x8xf32>
+  %mx = tosa.reduce_max %sc {axis = 2 : i32} : (tensor<6x8x8xf32>) -> tensor<6x8x1xf32>
+  %d = tosa.sub %sc, %mx : (tensor<6x8x8xf32>, tensor<6x8x1xf32>) -> tensor<6x8x8xf32>
+  %e = tosa.exp %d : (tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %l = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<6x8x8xf32>) -> tensor<6x8x1xf32>
+  %rl = tosa.reciprocal %l : (tensor<6x8x1xf32>) -> tensor<6x8x1xf32>
+  %p = tosa.mul %e, %rl, %shift : (tensor<6x8x8xf32>, tensor<6x8x1xf32>, tensor<1xi8>) -> tensor<6x8x8xf32>
+  // expected-remark @+1 {{not raised to fa.attention: the probabilities are computed with 'tosa.matmul' whose operand and result shapes disagree (a [N, H, C] x [N, C, W] -> [N, H, W] product)}}
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<6x8x8xf32>, tensor<6x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x8x4xf32>
+  return %o : tensor<6x8x4xf32>
+}
+
+// -----
+
 // The scale is an f32 constant truncated to bf16 rounding upward: the
 // pass's constant arithmetic rounds to nearest, so a truncf with a rounding
 // mode is not read.
