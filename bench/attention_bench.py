@@ -1015,8 +1015,10 @@ def main():
     else:
         if not torch.cuda.is_available():
             sys.exit("no CUDA device (use --smoke-cpu to test the script)")
+        import fa_opt
         for d in args.kernel_dir:
-            import fa_opt
+            if not os.path.isdir(d):
+                sys.exit(f"--kernel-dir {d}: not a folder")
             fa_opt.add_kernel_dir(d)
         impl = Ours()
     os.makedirs(args.out, exist_ok=True)
