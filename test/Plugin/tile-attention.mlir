@@ -8,6 +8,14 @@
 // RUN: %mlir_opt_plugin %s --pass-pipeline="builtin.module(fa-tile-attention{block-m=32})" > %t.plugin.mlir
 // RUN: diff %t.fa-opt.mlir %t.plugin.mlir
 
+// A host that links fa itself (fa-opt here) keeps its own: loading the plugin
+// into it registers nothing (it aborted the host before), and the plugin
+// loaded twice into mlir-opt is fine too.
+// RUN: fa-opt --load-dialect-plugin=%fa_plugin --load-pass-plugin=%fa_plugin %s --pass-pipeline="builtin.module(fa-tile-attention{block-m=32})" > %t.host.mlir
+// RUN: diff %t.fa-opt.mlir %t.host.mlir
+// RUN: %mlir_opt_plugin --load-dialect-plugin=%fa_plugin --load-pass-plugin=%fa_plugin %s --pass-pipeline="builtin.module(fa-tile-attention{block-m=32})" > %t.twice.mlir
+// RUN: diff %t.fa-opt.mlir %t.twice.mlir
+
 // ROUNDTRIP-LABEL: func.func @plugin_causal_lse
 // ROUNDTRIP: fa.attention %{{.+}}, %{{.+}}, %{{.+}} causal(top_left) : tensor<2x100x32xf16>, tensor<2x100x32xf16>, tensor<2x100x16xf16> -> tensor<2x100x16xf16>, tensor<2x100xf32>
 

@@ -19,6 +19,7 @@
 #include "fa/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/Plugins/DialectPlugin.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 
@@ -26,14 +27,26 @@
 #include "llvm/Support/Compiler.h"
 
 /// Called by the host tool when the dialect plugin loads: adds the fa dialect
-/// to the registry the tool parses its input with.
+/// to the registry the tool parses its input with. A host that links fa
+/// itself (fa-opt, a tool on FA::Compiler) has it already, with type ids of
+/// its own copy: registering the plugin's copy too would abort the host
+/// (DialectRegistry refuses two dialects for one namespace), so the host's
+/// fa is kept and the plugin adds nothing.
 static void registerFADialectPlugin(mlir::DialectRegistry *registry) {
+  if (registry->getDialectAllocator("fa"))
+    return;
   mlir::fa::registerAllDialects(*registry);
 }
 
 /// Called by the host tool when the pass plugin loads: registers the fa
-/// passes and pipelines with the global pass registry.
-static void registerFAPassPlugin() { mlir::fa::registerAllPasses(); }
+/// passes and pipelines with the global pass registry, unless the host
+/// registered its own (as above: a second registration of a pass name with
+/// another allocator aborts the host).
+static void registerFAPassPlugin() {
+  if (mlir::PassInfo::lookup("fa-tile-attention"))
+    return;
+  mlir::fa::registerAllPasses();
+}
 
 extern "C" LLVM_ATTRIBUTE_WEAK mlir::DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
