@@ -96,6 +96,10 @@ if os.path.exists(fa_plugin) and os.path.exists(stock_mlir_opt):
          "%s --load-dialect-plugin=%s --load-pass-plugin=%s"
          % (stock_mlir_opt, fa_plugin, fa_plugin)))
 
+# fa-api-test, the C++ program on the pipeline API (always built).
+config.substitutions.append(
+    ("%fa_api_test", os.path.join(config.fa_tools_dir, "fa-api-test")))
+
 # fa-capi-test, the C program on libFACAPI.so. `REQUIRES: fa-capi`.
 fa_capi_test = os.path.join(config.fa_tools_dir, "fa-capi-test")
 if os.path.exists(fa_capi_test):

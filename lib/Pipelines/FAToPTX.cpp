@@ -114,9 +114,9 @@ static std::string checkPTXOptions(const fa::FAToPTXPipelineOptions &options) {
       message += " " + f.str();
     return message;
   }
-  auto given = [](const auto &option) {
-    return option.getNumOccurrences() > 0;
-  };
+  // Given: parsed from the option text, or assigned in C++ (a downstream
+  // compiler filling FAToPTXPipelineOptions); a default is not given.
+  auto given = [](const auto &option) { return option.hasValue(); };
   // Tensor cores or wgmma asked for by name where they cannot apply: an
   // error, not a silent scalar or mma.sync kernel (the defaults,
   // tensor-cores=true and wgmma=true, apply where they can).

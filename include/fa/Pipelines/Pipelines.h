@@ -223,7 +223,10 @@ struct FAToPTXPipelineOptions
 /// convert-gpu-to-nvvm, ...), gpu-module-to-binary with `format=isa` linking
 /// libdevice from the CUDA toolkit, then fa-export-kernels, which writes the
 /// PTX and manifest of each kernel to `output-dir`. The resulting module holds
-/// one gpu.binary per kernel.
+/// one gpu.binary per kernel. Options are checked as `--fa-to-ptx` checks
+/// them, a value assigned in C++ counting as given: one that cannot apply
+/// (e.g. `wgmma = true` with chip sm_80) makes the pipeline a single pass
+/// that fails with the error when it runs.
 void buildFAToPTXPipeline(OpPassManager &pm,
                           const FAToPTXPipelineOptions &options);
 
