@@ -3,7 +3,8 @@
 # (${BUILD_DIR:-build}; scripts/build.sh): `cmake --install` into a temporary
 # prefix, then
 #   - examples/downstream configured with find_package(FA CONFIG) against that
-#     prefix, built, and run (C++ API: fa-downstream; C API: fa-downstream-c);
+#     prefix, built, and run (C++ API: fa-downstream on FA::Compiler and
+#     fa-downstream-libs on the library targets; C API: fa-downstream-c);
 #   - the installed FAPlugin.so loaded into the stock mlir-opt of LLVM 22;
 #   - the installed fa-opt run from the prefix.
 # Nothing is rebuilt in the build tree. Exits non-zero on any failure.
@@ -39,6 +40,7 @@ cmake --build "$WORK/build" >"$WORK/build.log" \
   || { cat "$WORK/build.log" >&2; fail "building examples/downstream failed"; }
 
 "$WORK/build/fa-downstream"
+"$WORK/build/fa-downstream-libs"
 if [ -e "$PREFIX/lib/libFACAPI.so" ]; then
   [ -x "$WORK/build/fa-downstream-c" ] || fail "fa-downstream-c was not built"
   "$WORK/build/fa-downstream-c"
