@@ -22,7 +22,7 @@ import stat
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import cache
 from .compiler import (MAX_MANIFEST_BYTES, Artifact, CompilationError,
@@ -503,7 +503,7 @@ def _describe(c: AttentionConfig) -> str:
 registry = Registry()
 
 
-def add_kernel_dir(path: str) -> None:
+def add_kernel_dir(path: Union[str, os.PathLike]) -> None:
     """Adds a folder of precompiled kernels to search (before compiling).
 
     Raises TypeError unless ``path`` is a str or os.PathLike, and
