@@ -36,7 +36,13 @@ static void reportError(MlirStringCallback callback, void *userData,
 
 /// Prints `diag` as `<location>: <severity>: <message>` on one line.
 static void printDiagnostic(llvm::raw_ostream &os, Diagnostic &diag) {
-  os << diag.getLocation() << ": ";
+  // file:line:col as fa-opt prints it, where the location has one.
+  Location loc = diag.getLocation();
+  if (auto fileLoc = loc->findInstanceOf<FileLineColLoc>())
+    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
+       << fileLoc.getColumn() << ": ";
+  else
+    os << loc << ": ";
   switch (diag.getSeverity()) {
   case DiagnosticSeverity::Error:
     os << "error: ";

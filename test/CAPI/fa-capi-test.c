@@ -8,8 +8,8 @@
  * dependencies in a fresh context, parses a module holding fa.attention,
  * lowers it with faRunPipeline("fa-to-cpu{...}") and prints the result;
  * also runs an fa pass through upstream's C pass manager, and checks that a
- * bad pipeline is reported through the error callback. fa-capi.test runs it
- * under FileCheck. */
+ * bad pipeline and a pass error are reported through the error callback.
+ * fa-capi.test runs it under FileCheck. */
 
 #include "fa-c/Dialects.h"
 #include "fa-c/Passes.h"
@@ -121,8 +121,24 @@ static int testBadPipeline(void) {
   return mlirLogicalResultIsFailure(result) ? 0 : 1;
 }
 
+/* A pass's error comes through the callback as file:line:col: error: ... */
+static int testPassError(void) {
+  fprintf(stdout, "TEST: pass_error\n");
+  MlirContext context = createContext();
+  MlirModule module = parse(context);
+  MlirLogicalResult result = faRunPipeline(
+      module, mlirStringRefCreateFromCString("fa-to-ptx{chip=sm_999}"),
+      printToFile, stdout);
+  fprintf(stdout, "\nresult: %s\n",
+          mlirLogicalResultIsFailure(result) ? "failure" : "success");
+  mlirModuleDestroy(module);
+  mlirContextDestroy(context);
+  return mlirLogicalResultIsFailure(result) ? 0 : 1;
+}
+
 int main(void) {
-  if (testRunPipeline() || testUpstreamPassManager() || testBadPipeline())
+  if (testRunPipeline() || testUpstreamPassManager() || testBadPipeline() ||
+      testPassError())
     return 1;
   fprintf(stdout, "fa-capi-test: OK\n");
   return 0;
