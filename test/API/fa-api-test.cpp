@@ -23,9 +23,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
-#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -40,15 +40,33 @@ func.func @attention(%q: tensor<2x64x64xf16>, %k: tensor<2x64x64xf16>,
 }
 )mlir";
 
-/// Builds fa-to-ptx with the options `set` assigns. A pipeline whose
+/// One case: the options a downstream compiler assigns in C++ (unset ones
+/// keep their defaults).
+struct Case {
+  const char *name;
+  const char *chip;
+  std::optional<bool> tensorCores, wgmma, tma, producerWarp, pingpong;
+  std::optional<int64_t> stages;
+};
+
+/// Builds fa-to-ptx with the case's options assigned. A pipeline whose
 /// options are refused holds the pass that reports why; that one is run on
 /// the input to print the error. An accepted one is not run (it would need
 /// the CUDA toolkit's libdevice).
-static void check(MLIRContext &context, const char *name,
-                  llvm::function_ref<void(fa::FAToPTXPipelineOptions &)> set) {
-  llvm::outs() << "CASE " << name << ": ";
+static void check(MLIRContext &context, const Case &c) {
+  llvm::outs() << "CASE " << c.name << ": ";
   fa::FAToPTXPipelineOptions options;
-  set(options);
+  options.chip = c.chip;
+  auto assign = [](auto &option, const auto &value) {
+    if (value)
+      option = *value;
+  };
+  assign(options.tensorCores, c.tensorCores);
+  assign(options.wgmma, c.wgmma);
+  assign(options.tma, c.tma);
+  assign(options.producerWarp, c.producerWarp);
+  assign(options.pingpong, c.pingpong);
+  assign(options.stages, c.stages);
   PassManager pm(&context);
   fa::buildFAToPTXPipeline(pm, options);
   std::string pipeline;
@@ -76,46 +94,36 @@ int main() {
   fa::registerPipelineDependencies(registry);
   MLIRContext context(registry);
 
-  // Defaults are not "given": an sm_80 chip takes the mma.sync kernels.
-  check(context, "sm80_defaults", [](auto &o) { o.chip = "sm_80"; });
-  check(context, "sm80_wgmma_false", [](auto &o) {
-    o.chip = "sm_80";
-    o.wgmma = false;
-  });
-  check(context, "sm90a_all_true", [](auto &o) {
-    o.chip = "sm_90a";
-    o.tensorCores = true;
-    o.wgmma = true;
-    o.tma = true;
-    o.producerWarp = true;
-    o.stages = 2;
-  });
-  // Options assigned where they cannot apply.
-  check(context, "sm80_wgmma_true", [](auto &o) {
-    o.chip = "sm_80";
-    o.wgmma = true;
-  });
-  check(context, "sm75_tensor_cores_true", [](auto &o) {
-    o.chip = "sm_75";
-    o.tensorCores = true;
-  });
-  check(context, "sm80_tma_true", [](auto &o) {
-    o.chip = "sm_80";
-    o.tma = true;
-  });
-  check(context, "sm80_stages", [](auto &o) {
-    o.chip = "sm_80";
-    o.stages = 3;
-  });
-  check(context, "sm90a_tma_false_producer_warp_true", [](auto &o) {
-    o.chip = "sm_90a";
-    o.tma = false;
-    o.producerWarp = true;
-  });
-  check(context, "sm90a_pingpong_without_producer_warp", [](auto &o) {
-    o.chip = "sm_90a";
-    o.producerWarp = false;
-    o.pingpong = true;
-  });
+  const std::optional<bool> yes = true, no = false, unset;
+  const Case cases[] = {
+      // name, chip, tensor-cores, wgmma, tma, producer-warp, pingpong, stages
+      // Defaults are not "given": an sm_80 chip takes the mma.sync kernels.
+      {"sm80_defaults", "sm_80", unset, unset, unset, unset, unset, {}},
+      {"sm80_wgmma_false", "sm_80", unset, no, unset, unset, unset, {}},
+      {"sm90a_all_true", "sm_90a", yes, yes, yes, yes, unset, 2},
+      // Options assigned where they cannot apply.
+      {"sm80_wgmma_true", "sm_80", unset, yes, unset, unset, unset, {}},
+      {"sm75_tensor_cores_true", "sm_75", yes, unset, unset, unset, unset, {}},
+      {"sm80_tma_true", "sm_80", unset, unset, yes, unset, unset, {}},
+      {"sm80_stages", "sm_80", unset, unset, unset, unset, unset, 3},
+      {"sm90a_tma_false_producer_warp_true",
+       "sm_90a",
+       unset,
+       unset,
+       no,
+       yes,
+       unset,
+       {}},
+      {"sm90a_pingpong_without_producer_warp",
+       "sm_90a",
+       unset,
+       unset,
+       unset,
+       no,
+       yes,
+       {}},
+  };
+  for (const Case &c : cases)
+    check(context, c);
   return 0;
 }
