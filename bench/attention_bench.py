@@ -1017,9 +1017,10 @@ def main():
             sys.exit("no CUDA device (use --smoke-cpu to test the script)")
         import fa_opt
         for d in args.kernel_dir:
-            if not os.path.isdir(d):
-                sys.exit(f"--kernel-dir {d}: not a folder")
-            fa_opt.add_kernel_dir(d)
+            try:
+                fa_opt.add_kernel_dir(d)
+            except NotADirectoryError as err:
+                sys.exit(f"--kernel-dir: {err}")
         impl = Ours()
     os.makedirs(args.out, exist_ok=True)
     grid = make_grid(args)
